@@ -1,0 +1,12 @@
+module execd
+
+go 1.26.8
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/tetratelabs/wazero v1.12.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	go.uber.org/zap v1.28.0 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+)

@@ -1,0 +1,65 @@
+// Package worker runs guest code in one WebAssembly sandbox instance.
+//
+// An Engine owns the wazero runtime and the compiled guest modules of the
+// process (compiled once, cached on disk). A Worker is one instance of one
+// guest: it keeps the interpreter's state from Run to Run, like a notebook
+// kernel. A Worker runs one call at a time; callers serialise Run.
+package worker
+
+import (
+	"time"
+)
+
+// Status is the outcome of one Run, as the caller reports it to the client.
+type Status string
+
+const (
+	// StatusOK: the code ran to completion.
+	StatusOK Status = "ok"
+	// StatusError: the code threw an uncaught exception (or the guest trapped).
+	StatusError Status = "error"
+	// StatusTimeout: execd's own deadline stopped the code.
+	StatusTimeout Status = "timeout"
+	// StatusInterrupted: the caller's context was cancelled for another reason
+	// (client cancel, shutdown).
+	StatusInterrupted Status = "interrupted"
+	// StatusOOM: the code ran out of the memory the sandbox allows.
+	StatusOOM Status = "oom"
+	// StatusReset: the code ran to completion, but on a fresh interpreter:
+	// state from earlier calls was lost (hard kill, crash or eviction before).
+	StatusReset Status = "reset"
+)
+
+// GuestError is an uncaught exception raised by guest code.
+type GuestError struct {
+	Type    string `json:"type"`    // e.g. "TypeError", "InternalError"
+	Message string `json:"message"` // the exception's message
+	Stack   string `json:"stack,omitempty"`
+}
+
+// Result is what one Run produced.
+type Result struct {
+	Status Status
+	Stdout string
+	Stderr string
+	// Value is the printable form of the last expression's value, or nil when
+	// there is none (JavaScript undefined, Python None, a statement).
+	Value *string
+	// Error is set when the code raised; nil otherwise.
+	Error *GuestError
+	// Truncated reports that stdout or stderr exceeded the output cap; the
+	// kept text has its head and tail with a marker in between.
+	Truncated bool
+	// Reset reports that the instance this run used (or ended with) is not
+	// the one earlier runs used: its interpreter state was lost.
+	Reset bool
+	// Duration is the wall time of the run inside the worker.
+	Duration time.Duration
+}
+
+// ProgressSink receives the guest's progress() calls during one Run. Calls
+// come from the goroutine running the guest; implementations must not block
+// for long. total <= 0 means unknown.
+type ProgressSink interface {
+	Progress(done, total float64, message string)
+}
