@@ -1,0 +1,42 @@
+# execd — the two commands a fresh machine needs are `make run` and `make test`.
+GO      ?= go
+VERSION ?= 0.1.0
+LDFLAGS := -X execd/internal/frontend.ServerVersion=$(VERSION)
+ARGS    ?=
+
+.PHONY: all build guests run test lint unit e2e bench fuzz clean
+
+all: build
+
+## guests: build the WebAssembly guests from Debian source packages (cached).
+guests:
+	bash sandbox/build.sh
+
+## build: bin/execd, with the guests embedded.
+build: guests
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/execd ./cmd/execd
+
+## run: start execd on 127.0.0.1:8765/mcp (ARGS="-config config.toml" to pass flags).
+run: build
+	./bin/execd $(ARGS)
+
+## test: everything CI runs.
+test: guests lint unit bench e2e
+
+lint:
+	@out=$$(gofmt -l cmd internal sandbox bench 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags conformance ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+## bench: every benchmark once, so that they keep compiling and running.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
+
+e2e:
+	bash test/e2e/run.sh
+
+clean:
+	rm -rf bin
