@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suites against a running execd built with
+# `-tags conformance` (the fixture tools, prompts and resources of protocol.md §9).
+#
+#   test/e2e/conformance.sh URL [legacy] [modern]     (default: both)
+#
+#   legacy  @modelcontextprotocol/conformance@0.1.16, all scenarios (active + pending),
+#           2025-11-25 wire; baseline test/e2e/baseline-legacy.yml
+#   modern  @modelcontextprotocol/conformance@0.2.0-alpha.12 --spec-version 2026-07-28,
+#           all scenarios (the default "active" suite leaves out the draft scenarios,
+#           which are the 2026-07-28 ones: server-stateless, caching, http-*, sep-2164,
+#           input-required-*); baseline test/e2e/baseline-modern.yml
+#
+# A baseline lists only scenarios (or scenario:check-id) that cannot apply to execd, each
+# with its reason. The suite fails on any unexpected failure or warning and on any stale
+# baseline entry. Results go to $E2E_OUT (default: a temporary directory).
+# Ends with "N passed, N failed" counting suites; exits 1 if any suite failed.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ -z "${E2E_NODE:-}" ]; then
+  . "$here/setup.sh" || exit 1
+fi
+if [ $# -lt 1 ]; then
+  echo "usage: $0 URL [legacy] [modern]" >&2
+  exit 2
+fi
+url="$1"; shift
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(legacy modern)
+out="${E2E_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/execd-conformance.XXXXXX")}"
+mkdir -p "$out"
+suite_timeout="${E2E_CONFORMANCE_TIMEOUT:-900}"
+
+ok=0; bad=0
+for suite in "${suites[@]}"; do
+  case "$suite" in
+    legacy)
+      pkg="$E2E_CONFORMANCE_LEGACY"; baseline="$here/baseline-legacy.yml"
+      args=(--suite all) ;;
+    modern)
+      pkg="$E2E_CONFORMANCE_MODERN"; baseline="$here/baseline-modern.yml"
+      args=(--suite all --spec-version 2026-07-28) ;;
+    *) echo "conformance.sh: unknown suite $suite" >&2; exit 2 ;;
+  esac
+  rm -rf "${out:?}/$suite"
+  log="$out/$suite.log"
+  ver="$(sed -n 's/^  "version": *"\([^"]*\)".*/\1/p' "$pkg/package.json")"
+  echo "== conformance $suite (conformance@$ver) against $url"
+  NO_COLOR=1 FORCE_COLOR=0 timeout --kill-after=10 "$suite_timeout" \
+    "$E2E_NODE" "$pkg/dist/index.js" server --url "$url" "${args[@]}" \
+    --expected-failures "$baseline" -o "$out/$suite" >"$log" 2>&1
+  rc=$?
+  "$E2E_NODE" "$here/conformance_summary.mjs" "$suite" "$out/$suite" "$baseline"
+  if [ $rc -eq 0 ]; then
+    ok=$((ok + 1))
+  else
+    bad=$((bad + 1))
+    [ $rc -eq 124 ] && echo "conformance $suite: timed out after ${suite_timeout}s"
+    # Errors of the CLI itself (bad baseline file, a scenario that crashed).
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'Invalid expected-failures|Failed to run scenario|^Error' | head -20
+    echo "conformance $suite: FAILED (exit $rc; full log $log)"
+  fi
+done
+echo "conformance: results in $out"
+echo "$ok passed, $bad failed"
+[ $bad -eq 0 ]
