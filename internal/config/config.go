@@ -1,0 +1,248 @@
+// Package config loads execd's TOML configuration. It is parsed once at
+// start, validated, and read-only afterwards. Every key, with its default,
+// is documented in config.toml.example at the repository root.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s", "10m").
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration (use e.g. \"30s\", \"10m\"): %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Config is the whole configuration. Zero values never appear after Load:
+// defaults are filled in first and the file overrides them.
+type Config struct {
+	Server    Server    `toml:"server"`
+	Protocol  Protocol  `toml:"protocol"`
+	Limits    Limits    `toml:"limits"`
+	Workspace Workspace `toml:"workspace"`
+	Sandbox   Sandbox   `toml:"sandbox"`
+	Log       Log       `toml:"log"`
+}
+
+// Server is the HTTP listener.
+type Server struct {
+	Listen            string   `toml:"listen"`
+	Path              string   `toml:"path"`
+	AllowedOrigins    []string `toml:"allowed_origins"`
+	AuthTokensFile    string   `toml:"auth_tokens_file"`
+	MaxBodyBytes      int64    `toml:"max_body_bytes"`
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	ReadTimeout       Duration `toml:"read_timeout"`
+	ShutdownGrace     Duration `toml:"shutdown_grace"`
+}
+
+// Protocol holds MCP behaviour choices.
+type Protocol struct {
+	CancelOnDisconnect bool     `toml:"cancel_on_disconnect"`
+	ProgressHeartbeat  Duration `toml:"progress_heartbeat"`
+	SessionIdleTTL     Duration `toml:"session_idle_ttl"`
+}
+
+// Limits bound what one run may use.
+type Limits struct {
+	RequestTimeout    Duration `toml:"request_timeout"`
+	MaxOutputBytes    int      `toml:"max_output_bytes"`
+	MaxMemoryMiB      int      `toml:"max_memory_mib"`
+	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
+}
+
+// Workspace configures the workspace registry.
+type Workspace struct {
+	DataDir       string   `toml:"data_dir"`
+	IdleTTL       Duration `toml:"idle_ttl"`
+	MaxWorkspaces int      `toml:"max_workspaces"`
+	MaxDiskMiB    int      `toml:"max_disk_mib"`
+}
+
+// Sandbox configures the WebAssembly runtime.
+type Sandbox struct {
+	StrictTermination bool     `toml:"strict_termination"`
+	CacheDir          string   `toml:"cache_dir"`
+	InterruptGrace    Duration `toml:"interrupt_grace"`
+}
+
+// Log configures the zap logger (always stderr).
+type Log struct {
+	Level  string `toml:"level"`
+	Format string `toml:"format"`
+}
+
+// Default returns the built-in configuration: what execd runs with when no
+// file is given.
+func Default() Config {
+	return Config{
+		Server: Server{
+			Listen:            "127.0.0.1:8765",
+			Path:              "/mcp",
+			AllowedOrigins:    []string{},
+			MaxBodyBytes:      4 << 20,
+			ReadHeaderTimeout: Duration{10 * time.Second},
+			ReadTimeout:       Duration{30 * time.Second},
+			ShutdownGrace:     Duration{10 * time.Second},
+		},
+		Protocol: Protocol{
+			ProgressHeartbeat: Duration{10 * time.Second},
+			SessionIdleTTL:    Duration{time.Hour},
+		},
+		Limits: Limits{
+			MaxOutputBytes:    64 << 10,
+			MaxMemoryMiB:      256,
+			MaxConcurrentRuns: runtime.NumCPU(),
+		},
+		Workspace: Workspace{
+			DataDir:       defaultStateDir(),
+			IdleTTL:       Duration{30 * time.Minute},
+			MaxWorkspaces: 256,
+			MaxDiskMiB:    1024,
+		},
+		Sandbox: Sandbox{
+			StrictTermination: true,
+			CacheDir:          defaultCacheDir(),
+			InterruptGrace:    Duration{2 * time.Second},
+		},
+		Log: Log{Level: "info", Format: "console"},
+	}
+}
+
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "execd")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "execd")
+	}
+	return filepath.Join(os.TempDir(), "execd-state")
+}
+
+func defaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "execd", "wazero")
+	}
+	return filepath.Join(os.TempDir(), "execd-cache")
+}
+
+// Load reads the TOML file at path over the defaults and validates the
+// result. An empty path means defaults only. Unknown keys are an error that
+// names them.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	if path == "" {
+		return cfg, cfg.Validate()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(string(b))
+}
+
+// Parse decodes TOML text over the defaults and validates the result.
+func Parse(text string) (Config, error) {
+	cfg := Default()
+	md, err := toml.Decode(text, &cfg)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Config{}, fmt.Errorf("config: %s", pe.ErrorWithPosition())
+		}
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("config: unknown key %s", strings.Join(keys, ", "))
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate checks every key's range and names the key on failure.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		bad("server.listen", "want host:port, got %q", c.Server.Listen)
+	}
+	if !strings.HasPrefix(c.Server.Path, "/") {
+		bad("server.path", "must start with /, got %q", c.Server.Path)
+	}
+	for _, o := range c.Server.AllowedOrigins {
+		if o != "*" && !strings.Contains(o, "://") {
+			bad("server.allowed_origins", "%q is not an origin (scheme://host[:port]) or *", o)
+		}
+	}
+	if c.Server.MaxBodyBytes < 1024 {
+		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+	nonNeg := func(key string, d Duration) {
+		if d.Duration < 0 {
+			bad(key, "must not be negative")
+		}
+	}
+	nonNeg("server.read_header_timeout", c.Server.ReadHeaderTimeout)
+	nonNeg("server.read_timeout", c.Server.ReadTimeout)
+	nonNeg("server.shutdown_grace", c.Server.ShutdownGrace)
+	nonNeg("protocol.session_idle_ttl", c.Protocol.SessionIdleTTL)
+	nonNeg("limits.request_timeout", c.Limits.RequestTimeout)
+	nonNeg("workspace.idle_ttl", c.Workspace.IdleTTL)
+	nonNeg("sandbox.interrupt_grace", c.Sandbox.InterruptGrace)
+	if c.Protocol.ProgressHeartbeat.Duration < 100*time.Millisecond || c.Protocol.ProgressHeartbeat.Duration > 30*time.Second {
+		bad("protocol.progress_heartbeat", "must be between 100ms and 30s, got %s", c.Protocol.ProgressHeartbeat)
+	}
+	if c.Limits.MaxOutputBytes < 1024 {
+		bad("limits.max_output_bytes", "must be at least 1024, got %d", c.Limits.MaxOutputBytes)
+	}
+	if c.Limits.MaxMemoryMiB < 16 || c.Limits.MaxMemoryMiB > 4096 {
+		bad("limits.max_memory_mib", "must be between 16 and 4096, got %d", c.Limits.MaxMemoryMiB)
+	}
+	if c.Limits.MaxConcurrentRuns < 1 {
+		bad("limits.max_concurrent_runs", "must be at least 1, got %d", c.Limits.MaxConcurrentRuns)
+	}
+	if c.Workspace.DataDir == "" {
+		bad("workspace.data_dir", "must not be empty")
+	}
+	if c.Workspace.MaxWorkspaces < 1 {
+		bad("workspace.max_workspaces", "must be at least 1, got %d", c.Workspace.MaxWorkspaces)
+	}
+	if c.Workspace.MaxDiskMiB < 0 {
+		bad("workspace.max_disk_mib", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxDiskMiB)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		bad("log.format", "want json or console, got %q", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,85 @@
+package config
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleMatchesDefaults(t *testing.T) {
+	b, err := os.ReadFile("../../config.toml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(string(b))
+	if err != nil {
+		t.Fatalf("config.toml.example does not load: %v", err)
+	}
+	if want := Default(); !reflect.DeepEqual(got, want) {
+		t.Errorf("config.toml.example differs from the built-in defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	c, err := Parse(`
+[server]
+listen = "127.0.0.1:9000"
+[limits]
+request_timeout = "1m30s"
+max_concurrent_runs = 3
+[sandbox]
+strict_termination = false
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Listen != "127.0.0.1:9000" || c.Limits.RequestTimeout.Duration != 90*time.Second ||
+		c.Limits.MaxConcurrentRuns != 3 || c.Sandbox.StrictTermination {
+		t.Errorf("overrides not applied: %+v", c)
+	}
+	if c.Server.Path != "/mcp" {
+		t.Errorf("untouched key lost its default: path = %q", c.Server.Path)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ text, key string }{
+		{"[server]\nlisten = \"nonsense\"", "server.listen"},
+		{"[server]\nlistn = \"x\"", "server.listn"},
+		{"[limits]\nmax_memory_mib = 1", "limits.max_memory_mib"},
+		{"[limits]\nrequest_timeout = \"soon\"", "request_timeout"},
+		{"[protocol]\nprogress_heartbeat = \"1h\"", "protocol.progress_heartbeat"},
+		{"[log]\nlevel = \"loud\"", "log.level"},
+		{"[log]\nformat = \"xml\"", "log.format"},
+		{"[workspace]\nmax_workspaces = 0", "workspace.max_workspaces"},
+		{"[server]\nallowed_origins = [\"example.com\"]", "server.allowed_origins"},
+		{"[limits]\nrequest_timeout = \"-1s\"", "limits.request_timeout"},
+		{"nonsense", "config"},
+	} {
+		_, err := Parse(tc.text)
+		if err == nil {
+			t.Errorf("%q: no error", tc.text)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%q: error %q does not name %s", tc.text, err, tc.key)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	b, _ := os.ReadFile("../../config.toml.example")
+	f.Add(string(b))
+	f.Add("[server]\nlisten = \"127.0.0.1:1\"\n")
+	f.Add("[limits]\nrequest_timeout = 5\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := Parse(text)
+		if err == nil {
+			if verr := c.Validate(); verr != nil {
+				t.Fatalf("Parse accepted a config that Validate rejects: %v", verr)
+			}
+		}
+	})
+}
