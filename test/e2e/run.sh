@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# End-to-end tests of execd against real MCP clients; the entry point `make test` calls.
+#
+#   test/e2e/run.sh
+#
+# 1. installs the toolchain (setup.sh: Node 22, conformance suites, Inspector, SDK) into
+#    ${EXECD_CACHE:-$HOME/.cache/execd}/node;
+# 2. builds bin/execd and bin/execd-conformance (-tags conformance: the fixture tools);
+# 3. starts each on a free 127.0.0.1 port and waits for /healthz;
+# 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
+#    Inspector CLI in the legacy, auto and modern eras, and both conformance suites;
+# 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
+#    (client checks, conformance suites) plus one for each step without counts.
+#
+# Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
+# conformance" picks steps; E2E_OUT keeps logs and results there (default: a temp dir,
+# kept on failure). Exits 1 if anything failed.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+only="${E2E_ONLY:-sdk stdio inspector conformance}"
+
+passed=0; failed=0; failures=()
+record() { # record NAME RC: one step that has no counts of its own
+  if [ "$2" -eq 0 ]; then
+    passed=$((passed + 1)); echo "--- PASS $1"
+  else
+    failed=$((failed + 1)); failures+=("$1"); echo "--- FAIL $1"
+  fi
+}
+# step NAME CMD...: runs CMD, shows its output, and adds the "N passed, N failed" of its
+# last such line to the totals (a non-zero exit with no failures counted adds one failure).
+step() {
+  local name="$1"; shift
+  local log="$out/$name.out" rc p=0 f=0 line
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)"
+  if [ -n "$line" ]; then
+    p="${line%% passed*}"; f="${line#*passed, }"; f="${f%% failed*}"
+  fi
+  [ $rc -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  [ $rc -eq 0 ] && [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && p=1
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ $rc -eq 0 ] && [ "$f" -eq 0 ]; then
+    echo "--- PASS $name ($p passed)"
+  else
+    failures+=("$name"); echo "--- FAIL $name ($p passed, $f failed, exit $rc)"
+  fi
+}
+finish() {
+  echo
+  if [ $failed -gt 0 ]; then
+    echo "e2e: failed: ${failures[*]} (logs in $out)"
+  fi
+  echo "$passed passed, $failed failed"
+  [ $failed -eq 0 ]
+  exit $?
+}
+
+out="${E2E_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/execd-e2e.XXXXXX")}"
+mkdir -p "$out"
+
+pids=()
+cleanup() {
+  local pid i
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    for i in $(seq 1 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [ -z "${E2E_OUT:-}" ] && [ $failed -eq 0 ]; then rm -rf "$out"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== setup"
+if ! . "$here/setup.sh"; then
+  record setup 1
+  finish
+fi
+
+if [ "${E2E_SKIP_BUILD:-0}" != 1 ]; then
+  echo "== build"
+  (cd "$root" && go build -o bin/execd ./cmd/execd) >"$out/build.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    (cd "$root" && go build -tags conformance -o bin/execd-conformance ./cmd/execd) >>"$out/build.log" 2>&1
+    rc=$?
+  fi
+  [ $rc -eq 0 ] || head -40 "$out/build.log"
+  record build $rc
+  [ $rc -eq 0 ] || finish
+fi
+
+free_port() {
+  "$E2E_NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# start_server NAME BIN: starts BIN on a free port with a scratch data dir; sets URL.
+start_server() {
+  local name="$1" bin="$2" port cfg i
+  port="$(free_port)" || return 1
+  mkdir -p "$out/$name-data"
+  cfg="$out/$name.toml"
+  printf '[workspace]\ndata_dir = "%s"\n' "$out/$name-data" >"$cfg"
+  "$bin" -config "$cfg" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
+  pids+=($!)
+  URL="http://127.0.0.1:$port/mcp"
+  for i in $(seq 1 150); do # up to ~30 s
+    if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+      echo "$name listening on $URL"
+      return 0
+    fi
+    if ! kill -0 "${pids[-1]}" 2>/dev/null; then
+      echo "$name exited during start:"; tail -20 "$out/$name.log"
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "$name: /healthz did not answer 200 within 30 s"; tail -20 "$out/$name.log"
+  return 1
+}
+
+want() { [[ " $only " == *" $1 "* ]]; }
+
+if want sdk || want inspector; then
+  echo "== start bin/execd"
+  if start_server execd "$root/bin/execd"; then
+    url="$URL"
+    if want sdk; then
+      echo "== TypeScript SDK client over HTTP"
+      step sdk-http timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" "$url"
+    fi
+    if want inspector; then
+      echo "== Inspector CLI"
+      step inspector timeout --kill-after=10 600 "$E2E_NODE" "$here/inspector.mjs" "$url"
+    fi
+  else
+    record start-execd 1
+  fi
+fi
+
+if want stdio; then
+  echo "== TypeScript SDK client over stdio (bin/execd -stdio)"
+  mkdir -p "$out/stdio-data"
+  printf '[workspace]\ndata_dir = "%s"\n' "$out/stdio-data" >"$out/stdio.toml"
+  step sdk-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" --stdio "$root/bin/execd" -stdio -config "$out/stdio.toml"
+fi
+
+if want conformance; then
+  echo "== start bin/execd-conformance"
+  if start_server execd-conformance "$root/bin/execd-conformance"; then
+    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern
+  else
+    record start-execd-conformance 1
+  fi
+fi
+
+finish
