@@ -56,9 +56,9 @@ function withTimeout(promise, ms, what) {
 async function check(name, fn) {
   const t0 = Date.now();
   try {
-    await withTimeout(Promise.resolve().then(fn), 60_000, name);
+    const note = await withTimeout(Promise.resolve().then(fn), 60_000, name);
     passed++;
-    console.log(`PASS ${label} ${name} (${Date.now() - t0} ms)`);
+    console.log(`PASS ${label} ${name} (${Date.now() - t0} ms${note ? `; ${note}` : ''})`);
   } catch (err) {
     failed++;
     const msg = err instanceof CheckError ? err.message : err?.stack || String(err);
@@ -215,18 +215,20 @@ await check('unknown tool is JSON-RPC -32602', async () => {
 
 await check('progress notifications in order', async () => {
   const code = [
+    'let steps = 0;',
     'for (let i = 1; i <= 5; i++) {',
     '  const t = Date.now(); let n = 0;',
     '  while (Date.now() - t < 300 && n < 20000000) { n++; }',
     '  progress(i, 5, "step");',
+    '  steps++;',
     '}',
-    '"done"',
+    'steps',
   ].join('\n');
   const seen = [];
   const start = inbound.length;
   const res = await execute(code, { onprogress: (p) => seen.push(p) });
   const sc = expectOk(res, 'progress loop');
-  assert(sc.result === 'done', `result = ${short(sc.result)}, want "done"`);
+  assert(String(sc.result) === '5', `result = ${short(sc.result)}, want "5"`);
   const id = lastSentCall()?.id;
   const mine = inbound.slice(start).map((e) => e.msg).filter((m) => belongsTo(m, id));
   const respIdx = mine.findIndex((m) => m.method === undefined);
@@ -245,6 +247,7 @@ await check('progress notifications in order', async () => {
   }
   // The SDK dispatches notifications a tick after responses, so the last one may not reach onprogress.
   assert(seen.length >= 1, 'onprogress was never called');
+  return `progress ${values.join(',')} of ${progress[0].params.total ?? '?'}`;
 });
 
 await check('workspace state survives a call', async () => {
