@@ -1,0 +1,138 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// The guest ABI of sandbox/ABI.md, host side.
+const (
+	hostModule  = "execd"
+	exportInit  = "execd_init"
+	exportAlloc = "execd_alloc"
+	exportFree  = "execd_free"
+	exportEval  = "execd_eval"
+)
+
+// runKey is the context key under which a call's runState travels to the
+// host functions.
+type runKey struct{}
+
+// runState is what the host functions of one call see.
+type runState struct {
+	interrupt atomic.Bool
+	sink      ProgressSink
+}
+
+func stateOf(ctx context.Context) *runState {
+	st, _ := ctx.Value(runKey{}).(*runState)
+	return st
+}
+
+// instantiateHost defines module "execd": progress and interrupted.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
+	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
+	_, err := rt.NewHostModuleBuilder(hostModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostProgress), []api.ValueType{f64, f64, i32, i32}, nil).
+		WithParameterNames("done", "total", "msg_ptr", "msg_len").
+		Export("progress").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostInterrupted), nil, []api.ValueType{i32}).
+		Export("interrupted").
+		Instantiate(ctx)
+	return err
+}
+
+func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	if st == nil || st.sink == nil {
+		return
+	}
+	done := api.DecodeF64(stack[0])
+	total := api.DecodeF64(stack[1])
+	if math.IsNaN(done) || math.IsInf(done, 0) {
+		return
+	}
+	if math.IsNaN(total) || math.IsInf(total, 0) {
+		total = 0
+	}
+	ptr, n := uint32(stack[2]), uint32(stack[3])
+	var msg string
+	if n > 0 {
+		if b, ok := mod.Memory().Read(ptr, min(n, 4096)); ok {
+			msg = string(b)
+		}
+	}
+	st.sink.Progress(done, total, msg)
+}
+
+func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
+	var v uint64
+	if st := stateOf(ctx); st != nil && st.interrupt.Load() {
+		v = 1
+	}
+	stack[0] = v
+}
+
+// envelope is the JSON result of execd_eval.
+type envelope struct {
+	Status string      `json:"status"`
+	Value  *string     `json:"value"`
+	Error  *GuestError `json:"error"`
+}
+
+// evalCall hands code to the guest and decodes the envelope. An error means
+// the instance can no longer be trusted (trap, kill, broken envelope).
+func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error) {
+	n := uint32(len(code))
+	if len(code) > math.MaxInt32 {
+		return nil, fmt.Errorf("code too large")
+	}
+	r, err := i.alloc.Call(ctx, uint64(n))
+	if err != nil {
+		return nil, err
+	}
+	ptr := uint32(r[0])
+	if ptr == 0 {
+		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory (no room for the code)"}}, nil
+	}
+	mem := i.mod.Memory()
+	if !mem.WriteString(ptr, code) {
+		return nil, fmt.Errorf("%s returned a bad pointer", exportAlloc)
+	}
+	r, err = i.eval.Call(ctx, uint64(ptr), uint64(n))
+	if err != nil {
+		return nil, err
+	}
+	res := uint32(r[0])
+	if res == 0 {
+		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory"}}, nil
+	}
+	hdr, ok := mem.Read(res, 4)
+	if !ok {
+		return nil, fmt.Errorf("%s returned a bad pointer", exportEval)
+	}
+	body, ok := mem.Read(res+4, binary.LittleEndian.Uint32(hdr))
+	if !ok {
+		return nil, fmt.Errorf("%s returned a bad length", exportEval)
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return nil, fmt.Errorf("bad result envelope: %w", err)
+	}
+	return &env, nil
+}
+
+// cryptoRand feeds WASI random_get from the OS.
+type cryptoRand struct{}
+
+func (cryptoRand) Read(p []byte) (int, error) { return rand.Read(p) }

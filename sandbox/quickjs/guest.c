@@ -1,0 +1,746 @@
+/*
+ * execd JavaScript guest: QuickJS as a WebAssembly reactor module.
+ *
+ * One JSRuntime and one JSContext live for the life of the instance; the host
+ * calls execd_eval once per cell. The exports and imports are the ones of
+ * sandbox/ABI.md. No guest stack is live between calls, so the instance's
+ * whole state is its linear memory plus __stack_pointer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "quickjs.h"
+
+#define EXPORT(name) __attribute__((export_name(name)))
+#define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
+
+/* Host imports (module "execd"). */
+IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
+IMPORT("interrupted") int32_t host_interrupted(void);
+
+/* Added to QuickJS by quickjs-wasi.patch. */
+void JS_DiscardPendingJobs(JSRuntime *rt);
+
+/* JS_SetMaxStackSize: below the linked shadow stack (STACK_SIZE from
+   build.sh) with room for the C frames of the guest and of libc. */
+#ifndef STACK_SIZE
+#define STACK_SIZE (8 << 20)
+#endif
+#define JS_STACK_LIMIT (STACK_SIZE - (512 << 10))
+
+/* Longest printable value handed back; the host truncates further. */
+#define MAX_VALUE_BYTES (1 << 20)
+
+static JSRuntime *rt;
+static JSContext *ctx;
+static JSValue helpers; /* object returned by the bootstrap script */
+static int interrupt_fired;
+
+/* The current result envelope: u32 little-endian length, then JSON. */
+static char *result_buf;
+
+/* ---- allocator ----------------------------------------------------------
+ * The JS heap cap is enforced here rather than by JS_SetMemoryLimit, so
+ * that running out of memory never bricks the instance:
+ *  - each cell may allocate RESERVE bytes above the cap it starts with, so a
+ *    cell that frees memory (`data = null`) can still be compiled and run
+ *    when earlier cells left the heap full;
+ *  - the first refusal in a cell lifts the cap once more by RESERVE, so
+ *    QuickJS can build the InternalError, its stack and our envelope
+ *    instead of throwing a bare null.
+ * The total stays under heap_limit + 3*RESERVE, inside the linear memory
+ * the host reserves above heap_limit.
+ * QuickJS's own allocator also asserts size != 0, which aborted the whole
+ * instance on some error paths after an out-of-memory; here a zero-size
+ * request is served as one byte. The accounting mirrors js_def_malloc. */
+
+#define MALLOC_OVERHEAD 8
+#define RESERVE ((size_t)4 << 20)
+
+static size_t heap_limit = (size_t)-1; /* set by execd_init */
+static size_t cur_limit = (size_t)-1;  /* heap_limit, lifted per cell */
+static int oom_fired;                  /* a request was refused this cell */
+static JSMallocState *mstate;
+
+static int over_limit(JSMallocState *s, size_t grow)
+{
+    mstate = s; /* &rt->malloc_state once the runtime exists */
+    if (s->malloc_size + grow <= cur_limit)
+        return 0;
+    if (!oom_fired) {
+        oom_fired = 1;
+        if (cur_limit < (size_t)-1 - RESERVE)
+            cur_limit += RESERVE;
+    }
+    return 1;
+}
+
+/* Called at the start of every cell. */
+static void reset_limit(JSMallocState *s)
+{
+    oom_fired = 0;
+    if (!s)
+        return;
+    cur_limit = heap_limit;
+    if (heap_limit != (size_t)-1 && s->malloc_size + RESERVE > heap_limit)
+        cur_limit = s->malloc_size + RESERVE;
+}
+
+static void *g_malloc(JSMallocState *s, size_t size)
+{
+    void *p;
+    if (size == 0)
+        size = 1;
+    if (over_limit(s, size))
+        return NULL;
+    p = malloc(size);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    s->malloc_count++;
+    s->malloc_size += malloc_usable_size(p) + MALLOC_OVERHEAD;
+    return p;
+}
+
+static void g_free(JSMallocState *s, void *ptr)
+{
+    if (!ptr)
+        return;
+    s->malloc_count--;
+    s->malloc_size -= malloc_usable_size(ptr) + MALLOC_OVERHEAD;
+    free(ptr);
+}
+
+static void *g_realloc(JSMallocState *s, void *ptr, size_t size)
+{
+    size_t old;
+    void *p;
+    if (!ptr)
+        return size ? g_malloc(s, size) : NULL;
+    if (size == 0) {
+        g_free(s, ptr);
+        return NULL;
+    }
+    old = malloc_usable_size(ptr);
+    if (size > old && over_limit(s, size - old))
+        return NULL;
+    p = realloc(ptr, size);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    s->malloc_size += malloc_usable_size(p) - old;
+    return p;
+}
+
+static const JSMallocFunctions mf = {
+    g_malloc, g_free, g_realloc, (size_t (*)(const void *))malloc_usable_size,
+};
+
+/* ---- small byte buffer for the envelope --------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int failed;
+} buf_t;
+
+static void buf_grow(buf_t *b, size_t n)
+{
+    size_t cap;
+    char *p;
+    if (b->failed || b->len + n <= b->cap)
+        return;
+    cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n)
+        cap *= 2;
+    p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+static void buf_put(buf_t *b, const char *s, size_t n)
+{
+    buf_grow(b, n);
+    if (b->failed)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void buf_puts(buf_t *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+/* JSON string literal of s[0:n] (input is UTF-8 from JS_ToCStringLen,
+   which may hold lone surrogates as CESU-8; passed through unchanged). */
+static void buf_json(buf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i, start = 0;
+    buf_put(b, "\"", 1);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[7];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_put(b, s + start, i - start);
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            memcpy(u, "\\u00", 4);
+            u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
+            u[6] = 0;
+            esc = u;
+        }
+        buf_puts(b, esc);
+        start = i + 1;
+    }
+    buf_put(b, s + start, n - start);
+    buf_put(b, "\"", 1);
+}
+
+/* ---- JS helpers ---------------------------------------------------------- */
+
+/* Runs the interrupt poll. QuickJS calls it every ~10k interpreter ticks
+   and inside regular expression backtracking. */
+static int interrupt_handler(JSRuntime *r, void *opaque)
+{
+    (void)r;
+    (void)opaque;
+    if (host_interrupted()) {
+        interrupt_fired = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            return;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* __write(fd, string): raw write to stdout (1) or stderr (2). */
+static JSValue js_write(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    int32_t fd;
+    size_t n;
+    const char *s;
+    (void)this_val;
+    if (argc < 2 || JS_ToInt32(c, &fd, argv[0]))
+        return JS_EXCEPTION;
+    if (fd != 1 && fd != 2)
+        return JS_ThrowRangeError(c, "bad fd");
+    s = JS_ToCStringLen(c, &n, argv[1]);
+    if (!s)
+        return JS_EXCEPTION;
+    write_all(fd, s, n);
+    JS_FreeCString(c, s);
+    return JS_UNDEFINED;
+}
+
+/* progress(done, total?, message?) or progress(done, message). */
+static JSValue js_progress(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    double done = 0, total = 0;
+    const char *msg = NULL;
+    size_t n = 0;
+    int mi = 2;
+    (void)this_val;
+    if (argc > 0 && JS_ToFloat64(c, &done, argv[0]))
+        return JS_EXCEPTION;
+    if (argc > 1 && JS_IsString(argv[1])) {
+        mi = 1;
+    } else if (argc > 1 && !JS_IsUndefined(argv[1]) && !JS_IsNull(argv[1])) {
+        if (JS_ToFloat64(c, &total, argv[1]))
+            return JS_EXCEPTION;
+    }
+    if (argc > mi && !JS_IsUndefined(argv[mi]) && !JS_IsNull(argv[mi])) {
+        msg = JS_ToCStringLen(c, &n, argv[mi]);
+        if (!msg)
+            return JS_EXCEPTION;
+        if (n > 4096)
+            n = 4096;
+    }
+    host_progress(done, total, msg ? msg : "", (uint32_t)n);
+    if (msg)
+        JS_FreeCString(c, msg);
+    return JS_UNDEFINED;
+}
+
+/* ---- fs: synchronous file access under the preopened /workspace ---------- */
+
+static JSValue throw_errno(JSContext *c, const char *op, const char *path)
+{
+    return JS_ThrowTypeError(c, "%s '%s': %s", op, path, strerror(errno));
+}
+
+/* fs.readFile(path) -> string (UTF-8) */
+static JSValue js_fs_read(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    const char *path;
+    FILE *f;
+    char *data = NULL;
+    size_t len = 0, cap = 0, n;
+    JSValue ret;
+    (void)this_val;
+    path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
+    if (!path)
+        return JS_EXCEPTION;
+    f = fopen(path, "rb");
+    if (!f) {
+        ret = throw_errno(c, "readFile", path);
+        JS_FreeCString(c, path);
+        return ret;
+    }
+    for (;;) {
+        if (len == cap) {
+            char *p;
+            cap = cap ? cap * 2 : 65536;
+            p = js_realloc(c, data, cap);
+            if (!p) {
+                js_free(c, data);
+                fclose(f);
+                JS_FreeCString(c, path);
+                return JS_EXCEPTION;
+            }
+            data = p;
+        }
+        n = fread(data + len, 1, cap - len, f);
+        if (n == 0)
+            break;
+        len += n;
+    }
+    fclose(f);
+    JS_FreeCString(c, path);
+    ret = JS_NewStringLen(c, data ? data : "", len);
+    js_free(c, data);
+    return ret;
+}
+
+/* fs.writeFile(path, string) / fs.appendFile(path, string) (magic 1) */
+static JSValue js_fs_write(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv, int append)
+{
+    const char *path, *s;
+    size_t n;
+    FILE *f;
+    JSValue ret = JS_UNDEFINED;
+    (void)this_val;
+    path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
+    if (!path)
+        return JS_EXCEPTION;
+    s = JS_ToCStringLen(c, &n, argc > 1 ? argv[1] : JS_UNDEFINED);
+    if (!s) {
+        JS_FreeCString(c, path);
+        return JS_EXCEPTION;
+    }
+    f = fopen(path, append ? "ab" : "wb");
+    if (!f || fwrite(s, 1, n, f) != n) {
+        ret = throw_errno(c, append ? "appendFile" : "writeFile", path);
+    }
+    if (f && fclose(f) != 0 && !JS_IsException(ret))
+        ret = throw_errno(c, "close", path);
+    JS_FreeCString(c, s);
+    JS_FreeCString(c, path);
+    return ret;
+}
+
+/* fs.readdir(path) -> [names] */
+static JSValue js_fs_readdir(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    const char *path;
+    DIR *d;
+    struct dirent *e;
+    JSValue arr;
+    uint32_t i = 0;
+    (void)this_val;
+    path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
+    if (!path)
+        return JS_EXCEPTION;
+    d = opendir(path);
+    if (!d) {
+        arr = throw_errno(c, "readdir", path);
+        JS_FreeCString(c, path);
+        return arr;
+    }
+    arr = JS_NewArray(c);
+    while (!JS_IsException(arr) && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (JS_SetPropertyUint32(c, arr, i++, JS_NewString(c, e->d_name)) < 0) {
+            JS_FreeValue(c, arr);
+            arr = JS_EXCEPTION;
+        }
+    }
+    closedir(d);
+    JS_FreeCString(c, path);
+    return arr;
+}
+
+/* fs.exists(path) -> bool, fs.unlink(path) (magic 1), fs.mkdir(path) (magic 2),
+   fs.rmdir(path) (magic 3) */
+static JSValue js_fs_path_op(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv, int op)
+{
+    const char *path;
+    struct stat st;
+    int r;
+    JSValue ret = JS_UNDEFINED;
+    static const char *names[] = {"exists", "unlink", "mkdir", "rmdir"};
+    (void)this_val;
+    path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
+    if (!path)
+        return JS_EXCEPTION;
+    switch (op) {
+    case 0:
+        ret = JS_NewBool(c, stat(path, &st) == 0);
+        break;
+    case 1: r = unlink(path); goto check;
+    case 2: r = mkdir(path, 0777); goto check;
+    default: r = rmdir(path);
+    check:
+        if (r != 0)
+            ret = throw_errno(c, names[op], path);
+    }
+    JS_FreeCString(c, path);
+    return ret;
+}
+
+static const JSCFunctionListEntry fs_funcs[] = {
+    JS_CFUNC_DEF("readFile", 1, js_fs_read),
+    JS_CFUNC_MAGIC_DEF("writeFile", 2, js_fs_write, 0),
+    JS_CFUNC_MAGIC_DEF("appendFile", 2, js_fs_write, 1),
+    JS_CFUNC_DEF("readdir", 1, js_fs_readdir),
+    JS_CFUNC_MAGIC_DEF("exists", 1, js_fs_path_op, 0),
+    JS_CFUNC_MAGIC_DEF("unlink", 1, js_fs_path_op, 1),
+    JS_CFUNC_MAGIC_DEF("mkdir", 1, js_fs_path_op, 2),
+    JS_CFUNC_MAGIC_DEF("rmdir", 1, js_fs_path_op, 3),
+};
+
+/* ---- bootstrap ----------------------------------------------------------- */
+
+/* bootstrap.js, made into a C string by build.sh. */
+#include "bootstrap.h"
+
+static int setup_globals(void)
+{
+    JSValue global, fn, args[2], fs;
+    int ret = -1;
+
+    global = JS_GetGlobalObject(ctx);
+    JS_SetPropertyStr(ctx, global, "progress",
+                      JS_NewCFunction(ctx, js_progress, "progress", 3));
+    fs = JS_NewObject(ctx);
+    JS_SetPropertyFunctionList(ctx, fs, fs_funcs, sizeof(fs_funcs) / sizeof(fs_funcs[0]));
+    JS_SetPropertyStr(ctx, global, "fs", fs);
+
+    fn = JS_Eval(ctx, bootstrap_js, sizeof(bootstrap_js) - 1, "<execd>", JS_EVAL_TYPE_GLOBAL);
+    if (JS_IsException(fn))
+        goto done;
+    args[0] = JS_NewCFunction(ctx, js_write, "write", 2);
+    args[1] = global;
+    helpers = JS_Call(ctx, fn, JS_UNDEFINED, 2, args);
+    JS_FreeValue(ctx, args[0]);
+    JS_FreeValue(ctx, fn);
+    if (JS_IsException(helpers))
+        goto done;
+    ret = 0;
+done:
+    JS_FreeValue(ctx, global);
+    return ret;
+}
+
+/* execd_init(mem_limit): creates the interpreter. mem_limit is the byte cap
+   of the JS heap (0 = none). Returns 0 on success. */
+EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
+{
+    if (rt)
+        return -1;
+#ifdef EXECD_DEFAULT_MALLOC
+    rt = JS_NewRuntime();
+#else
+    rt = JS_NewRuntime2(&mf, NULL);
+#endif
+    if (!rt)
+        return -2;
+    if (mem_limit)
+        heap_limit = cur_limit = mem_limit;
+    JS_SetMaxStackSize(rt, JS_STACK_LIMIT);
+    JS_SetInterruptHandler(rt, interrupt_handler, NULL);
+    ctx = JS_NewContext(rt);
+    if (!ctx)
+        return -3;
+    if (setup_globals())
+        return -4;
+    return 0;
+}
+
+/* execd_alloc(n): a buffer of n bytes (plus one spare byte the guest may
+   use for a terminating NUL). 0 when memory is exhausted. */
+EXPORT("execd_alloc") void *execd_alloc(uint32_t n)
+{
+    char *p = malloc((size_t)n + 1);
+    if (p)
+        p[n] = 0;
+    return p;
+}
+
+EXPORT("execd_free") void execd_free(void *p) { free(p); }
+
+/* ---- eval ---------------------------------------------------------------- */
+
+/* cstr_of: printable text of v via helpers.inspect, falling back to
+   ToString; the caller frees with JS_FreeCString. NULL if all fails. */
+static const char *inspect(JSValueConst v, size_t *n)
+{
+    JSValue fn, s;
+    const char *r = NULL;
+    fn = JS_GetPropertyStr(ctx, helpers, "inspect");
+    s = JS_Call(ctx, fn, JS_UNDEFINED, 1, &v);
+    JS_FreeValue(ctx, fn);
+    if (JS_IsException(s)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        r = JS_ToCStringLen(ctx, n, v);
+        if (!r)
+            JS_FreeValue(ctx, JS_GetException(ctx));
+        return r;
+    }
+    r = JS_ToCStringLen(ctx, n, s);
+    JS_FreeValue(ctx, s);
+    if (!r)
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    return r;
+}
+
+static void put_prop_json(buf_t *b, JSValueConst obj, const char *prop, const char *fallback)
+{
+    JSValue v = JS_GetPropertyStr(ctx, obj, prop);
+    const char *s = NULL;
+    size_t n = 0;
+    if (JS_IsException(v)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    } else if (!JS_IsUndefined(v)) {
+        s = JS_ToCStringLen(ctx, &n, v);
+        if (!s)
+            JS_FreeValue(ctx, JS_GetException(ctx));
+    }
+    JS_FreeValue(ctx, v);
+    if (s) {
+        buf_json(b, s, n > MAX_VALUE_BYTES ? MAX_VALUE_BYTES : n);
+        JS_FreeCString(ctx, s);
+    } else {
+        buf_json(b, fallback, strlen(fallback));
+    }
+}
+
+/* Appends "error":{...} for the thrown value exc. */
+static void put_error(buf_t *b, JSValueConst exc)
+{
+    buf_puts(b, ",\"error\":{\"type\":");
+    if (JS_IsError(ctx, exc)) {
+        put_prop_json(b, exc, "name", "Error");
+        buf_puts(b, ",\"message\":");
+        put_prop_json(b, exc, "message", "");
+        buf_puts(b, ",\"stack\":");
+        put_prop_json(b, exc, "stack", "");
+    } else {
+        size_t n = 0;
+        const char *s = inspect(exc, &n);
+        buf_puts(b, "\"Uncaught\",\"message\":");
+        if (s) {
+            buf_json(b, s, n > MAX_VALUE_BYTES ? MAX_VALUE_BYTES : n);
+            JS_FreeCString(ctx, s);
+        } else {
+            buf_puts(b, "\"[unprintable value]\"");
+        }
+    }
+    buf_puts(b, "}");
+}
+
+/* is_oom: the thrown value is QuickJS's out-of-memory InternalError. */
+static int is_oom(JSValueConst exc)
+{
+    JSValue m;
+    const char *s;
+    int r = 0;
+    if (!JS_IsError(ctx, exc))
+        return oom_fired && !JS_IsObject(exc);
+    m = JS_GetPropertyStr(ctx, exc, "message");
+    if (JS_IsException(m)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return oom_fired;
+    }
+    s = JS_ToCString(ctx, m);
+    JS_FreeValue(ctx, m);
+    if (!s) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return oom_fired;
+    }
+    r = strcmp(s, "out of memory") == 0;
+    JS_FreeCString(ctx, s);
+    return r;
+}
+
+/* Runs queued promise jobs until none is left. On an uncaught exception in
+   a job (only an interrupt or out of memory escape a promise job) it stores
+   it in *exc and returns -1. */
+static int drain_jobs(JSValue *exc)
+{
+    JSContext *c;
+    for (;;) {
+        int r = JS_ExecutePendingJob(rt, &c);
+        if (r == 0)
+            return 0;
+        if (r < 0) {
+            *exc = JS_GetException(c);
+            return -1;
+        }
+    }
+}
+
+static const char oom_envelope[] =
+    "{\"status\":\"oom\",\"error\":{\"type\":\"InternalError\",\"message\":\"out of memory\"}}";
+
+static char *finish(buf_t *b)
+{
+    uint32_t n;
+    if (b->failed) {
+        free(b->p);
+        b->p = malloc(4 + sizeof(oom_envelope));
+        if (!b->p)
+            return NULL;
+        n = sizeof(oom_envelope) - 1;
+        memcpy(b->p + 4, oom_envelope, n);
+    } else {
+        n = (uint32_t)(b->len - 4);
+    }
+    memcpy(b->p, &n, 4); /* wasm32 is little-endian */
+    return b->p;
+}
+
+/* execd_eval(code, len): evaluates one cell. code was returned by
+   execd_alloc(len) and is owned by the guest from now on. Returns a pointer
+   to a u32 length followed by that many bytes of JSON (see ABI.md), valid
+   until the next execd_eval; 0 only if even that could not be allocated. */
+EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
+{
+    JSValue ret, exc = JS_UNDEFINED, val = JS_UNDEFINED;
+    int failed = 0, state;
+    buf_t b = {0};
+    const char *status = "ok";
+
+    free(result_buf);
+    result_buf = NULL;
+    interrupt_fired = 0;
+    buf_put(&b, "\0\0\0\0", 4);
+
+    if (!rt) {
+        free(code);
+        buf_puts(&b, "{\"status\":\"error\",\"error\":{\"type\":\"InternalError\",\"message\":\"guest not initialised\"}}");
+        return result_buf = finish(&b);
+    }
+    JS_UpdateStackTop(rt);
+    reset_limit(mstate);
+    code[len] = 0;
+    ret = JS_Eval(ctx, code, len, "<cell>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC);
+    free(code);
+
+    if (JS_IsException(ret)) {
+        exc = JS_GetException(ctx);
+        failed = 1;
+    } else {
+        /* top-level await: ret is a promise of {value}; run jobs until it
+           settles. Jobs queued by the cell run even when it settles first. */
+        if (drain_jobs(&exc) < 0) {
+            failed = 1;
+        } else {
+            state = JS_PromiseState(ctx, ret);
+            if (state == JS_PROMISE_FULFILLED) {
+                JSValue r = JS_PromiseResult(ctx, ret);
+                val = JS_GetPropertyStr(ctx, r, "value");
+                JS_FreeValue(ctx, r);
+                if (JS_IsException(val)) {
+                    val = JS_UNDEFINED;
+                    exc = JS_GetException(ctx);
+                    failed = 1;
+                }
+            } else if (state == JS_PROMISE_REJECTED) {
+                exc = JS_PromiseResult(ctx, ret);
+                failed = 1;
+            } else if (state == JS_PROMISE_PENDING) {
+                exc = JS_NewError(ctx);
+                JS_DefinePropertyValueStr(ctx, exc, "message",
+                    JS_NewString(ctx, "top-level await never settled: nothing left to run (no timers or I/O in this sandbox)"),
+                    JS_PROP_C_W_E);
+                failed = 1;
+            }
+        }
+        JS_FreeValue(ctx, ret);
+    }
+
+    if (failed) {
+        if (interrupt_fired) {
+            status = "interrupted";
+            JS_DiscardPendingJobs(rt);
+        } else if (is_oom(exc)) {
+            status = "oom";
+            JS_DiscardPendingJobs(rt);
+        } else {
+            status = "error";
+        }
+        /* An uncatchable interrupt must not poison the next cell. */
+        JS_SetUncatchableError(ctx, exc, 0);
+    }
+    buf_puts(&b, "{\"status\":\"");
+    buf_puts(&b, status);
+    buf_puts(&b, "\"");
+    if (failed) {
+        if (!strcmp(status, "oom"))
+            JS_RunGC(rt);
+        put_error(&b, exc);
+    } else if (!JS_IsUndefined(val)) {
+        size_t n = 0;
+        const char *s;
+        interrupt_fired = 0;
+        s = inspect(val, &n);
+        buf_puts(&b, ",\"value\":");
+        if (s) {
+            buf_json(&b, s, n > MAX_VALUE_BYTES ? MAX_VALUE_BYTES : n);
+            JS_FreeCString(ctx, s);
+        } else {
+            buf_puts(&b, "\"[unprintable value]\"");
+        }
+    }
+    buf_puts(&b, "}");
+    JS_FreeValue(ctx, exc);
+    JS_FreeValue(ctx, val);
+    if (failed && !strcmp(status, "oom"))
+        JS_RunGC(rt);
+    return result_buf = finish(&b);
+}
