@@ -8,18 +8,19 @@
 # 2. builds bin/execd and bin/execd-conformance (-tags conformance: the fixture tools);
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
-#    Inspector CLI in the legacy, auto and modern eras, and both conformance suites;
+#    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
+#    rules no client exercises, and both conformance suites;
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# conformance" picks steps; E2E_OUT keeps logs and results there (default: a temp dir,
+# wire conformance" picks steps; E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector conformance}"
+only="${E2E_ONLY:-sdk stdio inspector wire conformance}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
@@ -130,7 +131,7 @@ start_server() {
 
 want() { [[ " $only " == *" $1 "* ]]; }
 
-if want sdk || want inspector; then
+if want sdk || want inspector || want wire; then
   echo "== start bin/execd"
   if start_server execd "$root/bin/execd"; then
     url="$URL"
@@ -142,6 +143,10 @@ if want sdk || want inspector; then
       echo "== Inspector CLI"
       step inspector timeout --kill-after=10 600 "$E2E_NODE" "$here/inspector.mjs" "$url"
     fi
+    if want wire; then
+      echo "== wire checks over HTTP (modern cancel, timeout, headers, session end)"
+      step wire-http timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --http "$url"
+    fi
   else
     record start-execd 1
   fi
@@ -152,6 +157,12 @@ if want stdio; then
   mkdir -p "$out/stdio-data"
   printf '[workspace]\ndata_dir = "%s"\n' "$out/stdio-data" >"$out/stdio.toml"
   step sdk-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" --stdio "$root/bin/execd" -stdio -config "$out/stdio.toml"
+fi
+if want wire; then
+  echo "== wire checks over stdio (era pinning, modern cancel)"
+  mkdir -p "$out/stdio-data"
+  printf '[workspace]\ndata_dir = "%s"\n' "$out/stdio-data" >"$out/stdio.toml"
+  step wire-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --stdio "$root/bin/execd" -stdio -config "$out/stdio.toml"
 fi
 
 if want conformance; then

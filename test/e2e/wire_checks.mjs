@@ -1,0 +1,284 @@
+// Wire-level checks of execd for rules that no client or conformance suite here exercises:
+// modern-era cancellation (HTTP stream close, stdio notifications/cancelled), stdio era
+// pinning, legacy session end, per-call timeouts.
+//
+//   node wire_checks.mjs --http URL
+//   node wire_checks.mjs --stdio BIN [ARGS...]
+//
+// Every wait is bounded. Ends with "N passed, N failed"; exits 1 on any failure.
+
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+const argv = process.argv.slice(2);
+const mode = argv[0];
+if (mode !== '--http' && mode !== '--stdio') {
+  console.error('usage: wire_checks.mjs --http URL | --stdio BIN [ARGS...]');
+  process.exit(2);
+}
+const label = mode === '--http' ? 'wire-http' : 'wire-stdio';
+
+const V = '2026-07-28';
+const META = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const short = (v) => {
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 500 ? s.slice(0, 500) + '…' : s;
+};
+class CheckError extends Error {}
+const assert = (c, m) => {
+  if (!c) throw new CheckError(m);
+};
+
+let passed = 0;
+let failed = 0;
+async function check(name, fn) {
+  const t0 = Date.now();
+  let timer;
+  try {
+    await Promise.race([
+      fn(),
+      new Promise((_, rej) => (timer = setTimeout(() => rej(new CheckError('no verdict within 60 s')), 60_000))),
+    ]);
+    passed++;
+    console.log(`PASS ${label} ${name} (${Date.now() - t0} ms)`);
+  } catch (err) {
+    failed++;
+    console.log(`FAIL ${label} ${name}: ${err instanceof CheckError ? err.message : err?.stack || err}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// --- HTTP ------------------------------------------------------------------------------------
+
+// Parses an SSE or JSON body into JSON-RPC messages.
+function parseBody(text, type) {
+  if ((type ?? '').includes('text/event-stream')) {
+    return text
+      .split(/\r?\n\r?\n/)
+      .map((ev) => ev.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n'))
+      .filter((d) => d)
+      .map((d) => JSON.parse(d));
+  }
+  return text ? [JSON.parse(text)] : [];
+}
+
+async function post(url, body, headers = {}, opts = {}) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+    signal: opts.signal ?? AbortSignal.timeout(opts.timeout ?? 20_000),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, messages: parseBody(text, res.headers.get('content-type')), text };
+}
+
+function modernHeaders(method, name, workspace) {
+  const h = { 'mcp-protocol-version': V, 'mcp-method': method };
+  if (name) h['mcp-name'] = name;
+  if (workspace) h['mcp-param-workspace'] = workspace;
+  return h;
+}
+
+let nextId = 1;
+function modernCall(url, args, extra = {}) {
+  const id = nextId++;
+  const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: args, _meta: { ...META, ...(extra.meta ?? {}) } } };
+  return post(url, body, modernHeaders('tools/call', 'execute_code', args.workspace), extra).then((r) => ({ ...r, id }));
+}
+
+function finalResult(r, what) {
+  const resp = r.messages.find((m) => m.id !== undefined && m.method === undefined);
+  assert(r.status === 200, `${what}: HTTP ${r.status} ${short(r.text)}`);
+  assert(resp?.result, `${what}: no result: ${short(r.text)}`);
+  return resp.result;
+}
+
+async function httpChecks(url) {
+  let ws;
+  await check('modern tools/call 6*7 (resultType, serverInfo _meta)', async () => {
+    const r = await modernCall(url, { code: 'var x = 41; 6*7', language: 'javascript' });
+    const res = finalResult(r, '6*7');
+    assert(res.resultType === 'complete', `resultType = ${short(res.resultType)}`);
+    assert(res.structuredContent?.result === '42', `result = ${short(res.structuredContent)}`);
+    assert(res._meta?.['io.modelcontextprotocol/serverInfo']?.name, `no serverInfo in result _meta: ${short(res._meta)}`);
+    assert(!r.headers.get('mcp-session-id'), 'modern response carries Mcp-Session-Id');
+    ws = res.structuredContent.workspace;
+  });
+
+  await check('modern stream close cancels the run; workspace state survives (MH-11)', async () => {
+    assert(ws, 'no workspace from the previous check');
+    const ac = new AbortController();
+    const pending = modernCall(url, { code: 'while (true) {}', language: 'javascript', workspace: ws }, { signal: ac.signal, meta: { progressToken: 'cancel-me' } }).catch((e) => e);
+    await sleep(700);
+    ac.abort();
+    await pending;
+    const t0 = Date.now();
+    const r = await modernCall(url, { code: 'x+1', language: 'javascript', workspace: ws }, { timeout: 15_000 });
+    const ms = Date.now() - t0;
+    const res = finalResult(r, 'x+1');
+    assert(!res.isError, `x+1 after close: isError ${short(res.structuredContent)}`);
+    assert(String(res.structuredContent?.result) === '42', `x+1 = ${short(res.structuredContent?.result)}, want "42"`);
+    assert(ms < 3_000, `call after the stream close took ${ms} ms (run not cancelled?)`);
+  });
+
+  await check('timeout_ms ends a run with isError status "timeout"; workspace survives', async () => {
+    assert(ws, 'no workspace');
+    const t0 = Date.now();
+    const r = await modernCall(url, { code: 'while (true) {}', language: 'javascript', workspace: ws, timeout_ms: 500 }, { timeout: 15_000 });
+    const ms = Date.now() - t0;
+    const res = finalResult(r, 'timeout');
+    assert(res.isError === true, `not isError: ${short(res)}`);
+    assert(res.structuredContent?.status === 'timeout', `status = ${short(res.structuredContent?.status)}, want "timeout"`);
+    assert(ms < 5_000, `timeout_ms 500 took ${ms} ms`);
+    const again = finalResult(await modernCall(url, { code: 'x', language: 'javascript', workspace: ws }), 'x after timeout');
+    assert(String(again.structuredContent?.result) === '41', `x after timeout = ${short(again.structuredContent?.result)}, want 41`);
+  });
+
+  await check('modern Mcp-Param-Workspace mismatch → 400 -32020 (MH-6, §1.2 9.7)', async () => {
+    const id = nextId++;
+    const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code: '1', language: 'javascript', workspace: 'a' }, _meta: META } };
+    const r = await post(url, body, modernHeaders('tools/call', 'execute_code', 'b'));
+    assert(r.status === 400, `HTTP ${r.status}, want 400: ${short(r.text)}`);
+    assert(r.messages[0]?.error?.code === -32020 && r.messages[0]?.id === id, `want -32020 with id ${id}: ${short(r.text)}`);
+  });
+
+  await check('legacy DELETE ends the session: 2xx, then 404 -32001 (H-10)', async () => {
+    const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
+    const sid = init.headers.get('mcp-session-id');
+    assert(init.status === 200 && sid, `initialize: HTTP ${init.status}, session ${sid}`);
+    assert(/^[\x21-\x7e]+$/.test(sid), `session id not visible ASCII: ${sid}`);
+    const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+    const n = await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+    assert(n.status === 202, `initialized: HTTP ${n.status}`);
+    const del = await fetch(url, { method: 'DELETE', headers: h, signal: AbortSignal.timeout(10_000) });
+    assert(del.status >= 200 && del.status < 300, `DELETE: HTTP ${del.status}`);
+    const after = await post(url, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, h);
+    assert(after.status === 404 && after.messages[0]?.error?.code === -32001, `after DELETE: HTTP ${after.status} ${short(after.text)}`);
+  });
+
+  await check('initialize with 2026-07-28 answers 2025-11-25 as a result (L-3)', async () => {
+    const r = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: V, capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
+    assert(r.status === 200 && r.messages[0]?.result?.protocolVersion === '2025-11-25', `HTTP ${r.status} ${short(r.text)}`);
+  });
+}
+
+// --- stdio -----------------------------------------------------------------------------------
+
+class StdioPeer {
+  constructor(bin, args) {
+    this.child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.lines = [];
+    this.waiters = [];
+    this.stderr = '';
+    this.child.stderr.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4000)));
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      let msg;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        msg = { unparseable: line };
+      }
+      this.lines.push({ at: Date.now(), msg });
+      for (const w of [...this.waiters]) w();
+    });
+  }
+  send(msg) {
+    this.child.stdin.write(JSON.stringify(msg) + '\n');
+  }
+  async response(id, ms = 20_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const hit = this.lines.find((l) => l.msg.id === id && l.msg.method === undefined);
+      if (hit) return hit.msg;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new CheckError(`no response to id ${short(id)} within ${ms} ms; stderr: ${this.stderr.slice(-500)}`);
+      await new Promise((r) => {
+        const t = setTimeout(r, Math.min(left, 200));
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+      this.waiters = [];
+    }
+  }
+  async request(method, params, ms) {
+    const id = nextId++;
+    this.send({ jsonrpc: '2.0', id, method, params });
+    return this.response(id, ms);
+  }
+  async close() {
+    this.child.stdin.end();
+    const exited = new Promise((r) => this.child.once('exit', r));
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(t);
+  }
+}
+
+async function stdioChecks(bin, args) {
+  await check('modern stdio: discover, call, cancel stops the run with no reply (MS-3)', async () => {
+    const p = new StdioPeer(bin, args);
+    try {
+      const d = await p.request('server/discover', { _meta: META });
+      assert(d.result?.supportedVersions?.includes(V), `discover: ${short(d)}`);
+      const first = await p.request('tools/call', { name: 'execute_code', arguments: { code: 'var x = 41; 6*7', language: 'javascript' }, _meta: META });
+      assert(first.result?.structuredContent?.result === '42' && first.result?.resultType === 'complete', `6*7: ${short(first)}`);
+      const ws = first.result.structuredContent.workspace;
+      const id = nextId++;
+      p.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code: 'while (true) {}', language: 'javascript', workspace: ws }, _meta: { ...META, progressToken: id } } });
+      await sleep(700);
+      const cancelAt = Date.now();
+      p.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'wire check', _meta: META } });
+      await sleep(1_000);
+      const late = p.lines.filter((l) => l.at >= cancelAt && (l.msg.id === id || l.msg.params?.progressToken === id));
+      assert(late.length === 0, `sent after the cancel: ${short(late.map((l) => l.msg))}`);
+      const t0 = Date.now();
+      const next = await p.request('tools/call', { name: 'execute_code', arguments: { code: 'x+1', language: 'javascript', workspace: ws }, _meta: META }, 15_000);
+      const ms = Date.now() - t0;
+      assert(String(next.result?.structuredContent?.result) === '42', `x+1 after cancel: ${short(next)}`);
+      assert(ms < 3_000, `call after cancel took ${ms} ms`);
+      const init = await p.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'w', version: '1' } });
+      assert(init.error?.code === -32601, `initialize on a modern-pinned process: want -32601, got ${short(init)}`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('legacy stdio: pinned, a claim gets -32600 (§1.3)', async () => {
+    const p = new StdioPeer(bin, args);
+    try {
+      const ping = await p.request('ping', {});
+      assert(ping.result && Object.keys(ping.result).length === 0, `unpinned ping: ${short(ping)}`);
+      const init = await p.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'w', version: '1' } });
+      assert(init.result?.protocolVersion === '2025-11-25', `initialize: ${short(init)}`);
+      p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const d = await p.request('server/discover', { _meta: META });
+      assert(d.error?.code === -32600, `discover on a legacy-pinned process: want -32600, got ${short(d)}`);
+      const again = await p.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'w', version: '1' } });
+      assert(again.error?.code === -32600, `second initialize: want -32600, got ${short(again)}`);
+    } finally {
+      await p.close();
+    }
+  });
+
+  await check('stdio: non-JSON line → -32700 with id null', async () => {
+    const p = new StdioPeer(bin, args);
+    try {
+      p.child.stdin.write('not json\n');
+      const r = await p.response(null, 10_000);
+      assert(r.error?.code === -32700, `want -32700: ${short(r)}`);
+    } finally {
+      await p.close();
+    }
+  });
+}
+
+if (mode === '--http') await httpChecks(argv[1]);
+else await stdioChecks(argv[1], argv.slice(2));
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
