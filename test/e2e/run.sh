@@ -81,6 +81,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+want() { [[ " $only " == *" $1 "* ]]; }
+
 echo "== setup"
 if ! . "$here/setup.sh"; then
   record setup 1
@@ -91,7 +93,7 @@ if [ "${E2E_SKIP_BUILD:-0}" != 1 ]; then
   echo "== build"
   (cd "$root" && go build -o bin/execd ./cmd/execd) >"$out/build.log" 2>&1
   rc=$?
-  if [ $rc -eq 0 ]; then
+  if [ $rc -eq 0 ] && want conformance; then
     (cd "$root" && go build -tags conformance -o bin/execd-conformance ./cmd/execd) >>"$out/build.log" 2>&1
     rc=$?
   fi
@@ -128,8 +130,6 @@ start_server() {
   echo "$name: /healthz did not answer 200 within 30 s"; tail -20 "$out/$name.log"
   return 1
 }
-
-want() { [[ " $only " == *" $1 "* ]]; }
 
 if want sdk || want inspector || want wire; then
   echo "== start bin/execd"
