@@ -2,7 +2,7 @@
 # Runs the official MCP conformance suites against a running execd built with
 # `-tags conformance` (the fixture tools, prompts and resources of protocol.md §9).
 #
-#   test/e2e/conformance.sh URL [legacy] [modern]     (default: both)
+#   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next]     (default: all three)
 #
 #   legacy  @modelcontextprotocol/conformance@0.1.16, all scenarios (active + pending),
 #           2025-11-25 wire; baseline test/e2e/baseline-legacy.yml
@@ -10,6 +10,10 @@
 #           all scenarios (the default "active" suite leaves out the draft scenarios,
 #           which are the 2026-07-28 ones: server-stateless, caching, http-*, sep-2164,
 #           input-required-*); baseline test/e2e/baseline-modern.yml
+#   legacy-next  @modelcontextprotocol/conformance@0.2.0-alpha.12 --spec-version 2025-11-25,
+#           all scenarios: the legacy wire again with the newer suite, which adds
+#           server-session-lifecycle and schema-validates every message (wire-schema-valid);
+#           baseline test/e2e/baseline-legacy-next.yml
 #
 # A baseline lists only scenarios (or scenario:check-id) that cannot apply to execd, each
 # with its reason. The suite fails on any unexpected failure or warning and on any stale
@@ -22,12 +26,12 @@ if [ -z "${E2E_NODE:-}" ]; then
   . "$here/setup.sh" || exit 1
 fi
 if [ $# -lt 1 ]; then
-  echo "usage: $0 URL [legacy] [modern]" >&2
+  echo "usage: $0 URL [legacy] [modern] [legacy-next]" >&2
   exit 2
 fi
 url="$1"; shift
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(legacy modern)
+[ ${#suites[@]} -gt 0 ] || suites=(legacy modern legacy-next)
 out="${E2E_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/execd-conformance.XXXXXX")}"
 mkdir -p "$out"
 suite_timeout="${E2E_CONFORMANCE_TIMEOUT:-900}"
@@ -41,6 +45,9 @@ for suite in "${suites[@]}"; do
     modern)
       pkg="$E2E_CONFORMANCE_MODERN"; baseline="$here/baseline-modern.yml"
       args=(--suite all --spec-version 2026-07-28) ;;
+    legacy-next)
+      pkg="$E2E_CONFORMANCE_MODERN"; baseline="$here/baseline-legacy-next.yml"
+      args=(--suite all --spec-version 2025-11-25) ;;
     *) echo "conformance.sh: unknown suite $suite" >&2; exit 2 ;;
   esac
   rm -rf "${out:?}/$suite"

@@ -9,7 +9,7 @@
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
-#    rules no client exercises, and both conformance suites;
+#    rules no client exercises, and the conformance suites (conformance.sh);
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
@@ -168,7 +168,7 @@ fi
 if want conformance; then
   echo "== start bin/execd-conformance"
   if start_server execd-conformance "$root/bin/execd-conformance"; then
-    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern
+    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next
   else
     record start-execd-conformance 1
   fi
