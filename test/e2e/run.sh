@@ -83,6 +83,23 @@ trap 'exit 130' INT TERM
 
 want() { [[ " $only " == *" $1 "* ]]; }
 
+# stop_server NAME PID: SIGTERM, then expect exit 0 within 15 s (the graceful shutdown).
+stop_server() {
+  local name="$1" pid="$2" i rc
+  kill -TERM "$pid" 2>/dev/null || { record "$name-sigterm" 1; return; }
+  for i in $(seq 1 150); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$name still running 15 s after SIGTERM"; kill -KILL "$pid" 2>/dev/null
+    record "$name-sigterm" 1; return
+  fi
+  wait "$pid"; rc=$?
+  [ $rc -eq 0 ] || { echo "$name exited $rc after SIGTERM:"; tail -5 "$out/$name.log"; }
+  record "$name-sigterm" $rc
+}
+
 echo "== setup"
 if ! . "$here/setup.sh"; then
   record setup 1
@@ -147,6 +164,7 @@ if want sdk || want inspector || want wire; then
       echo "== wire checks over HTTP (modern cancel, timeout, headers, session end)"
       step wire-http timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --http "$url"
     fi
+    stop_server execd "${pids[-1]}"
   else
     record start-execd 1
   fi

@@ -210,12 +210,17 @@ class StdioPeer {
     this.send({ jsonrpc: '2.0', id, method, params });
     return this.response(id, ms);
   }
+  // close ends stdin and waits for the process (SIGKILL after 5 s); returns {code, signal, ms}.
   async close() {
+    const t0 = Date.now();
+    const exited = this.child.exitCode !== null
+      ? Promise.resolve([this.child.exitCode, this.child.signalCode])
+      : new Promise((r) => this.child.once('exit', (code, signal) => r([code, signal])));
     this.child.stdin.end();
-    const exited = new Promise((r) => this.child.once('exit', r));
     const t = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
-    await exited;
+    const [code, signal] = await exited;
     clearTimeout(t);
+    return { code, signal, ms: Date.now() - t0 };
   }
 }
 
@@ -263,6 +268,21 @@ async function stdioChecks(bin, args) {
     } finally {
       await p.close();
     }
+  });
+
+  await check('stdio EOF with a run in flight: exits 0 promptly, no reply for it (S-2, MS-5)', async () => {
+    const p = new StdioPeer(bin, args);
+    const init = await p.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'w', version: '1' } });
+    assert(init.result, `initialize: ${short(init)}`);
+    p.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const id = nextId++;
+    p.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code: 'while (true) {}', language: 'javascript' } } });
+    await sleep(700);
+    const { code, signal, ms } = await p.close();
+    assert(code === 0, `exit code ${code ?? signal} after EOF (${ms} ms); stderr: ${p.stderr.slice(-300)}`);
+    assert(ms < 5_000, `exit took ${ms} ms after EOF`);
+    const reply = p.lines.find((l) => l.msg.id === id);
+    if (reply) assert(reply.msg.result?.isError, `in-flight call answered as a success after EOF: ${short(reply.msg)}`);
   });
 
   await check('stdio: non-JSON line → -32700 with id null', async () => {
