@@ -1,0 +1,340 @@
+package frontend
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"execd/internal/config"
+	"execd/internal/workspace"
+)
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+type client struct {
+	t       *testing.T
+	url     string
+	session string
+	token   string
+}
+
+func (c *client) post(ctx context.Context, body string, hdr map[string]string) *http.Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp
+}
+
+func (c *client) initialize() {
+	c.t.Helper()
+	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		c.t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	c.session = resp.Header.Get("Mcp-Session-Id")
+}
+
+// events reads SSE data lines from a response, sending each message on the
+// returned channel until the stream ends.
+func events(resp *http.Response) <-chan map[string]any {
+	ch := make(chan map[string]any, 100)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					ch <- m
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+func newHTTP(t *testing.T, cfg config.Config, ex Executor) (*Server, *httptest.Server) {
+	t.Helper()
+	s := newTestServer(cfg, ex)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	_, ts := newHTTP(t, testConfig(), ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},"_meta":{"progressToken":"tok"}}}`, nil)
+	ev := events(resp)
+	<-ex.started
+	// The cancel is its own POST, answered at once although the workspace is busy.
+	cr := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, nil)
+	cr.Body.Close()
+	if cr.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: %d", cr.StatusCode)
+	}
+	for m := range ev {
+		if m["method"] == "notifications/progress" {
+			continue
+		}
+		t.Fatalf("after a cancel the stream carried %v", m)
+	}
+}
+
+func TestLegacyDuplicateInflightID(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	_, ts := newHTTP(t, testConfig(), ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := c.post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	defer resp.Body.Close()
+	<-ex.started
+	dup := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Accept": "application/json"})
+	b, _ := io.ReadAll(dup.Body)
+	dup.Body.Close()
+	if !strings.Contains(string(b), `"code":-32600`) || !strings.Contains(string(b), "already in use") {
+		t.Fatalf("reused in-flight id answered %s", b)
+	}
+	c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, nil).Body.Close()
+}
+
+func TestModernStreamCloseCancelsRun(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	done := make(chan struct{})
+	wrapped := &notifyingExec{fakeExec: ex, done: done}
+	_, ts := newHTTP(t, testConfig(), wrapped)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := c.post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},`+modernMeta+`}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"})
+	<-ex.started
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("closing the modern stream did not cancel the run")
+	}
+}
+
+// notifyingExec closes done when a run returns.
+type notifyingExec struct {
+	*fakeExec
+	done chan struct{}
+	once sync.Once
+}
+
+func (n *notifyingExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
+	defer n.once.Do(func() { close(n.done) })
+	return n.fakeExec.Run(ctx, req)
+}
+
+func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	done := make(chan struct{})
+	wrapped := &notifyingExec{fakeExec: ex, done: done}
+	cfg := testConfig()
+	cfg.Limits.RequestTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	_, ts := newHTTP(t, cfg, wrapped)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := c.post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	<-ex.started
+	cancel()
+	resp.Body.Close()
+	// The run is not cancelled by the close: it ends at execd's own deadline.
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run never ended")
+	}
+	if n := len(ex.runs); n != 1 {
+		t.Fatalf("runs: %d", n)
+	}
+}
+
+func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
+	_, ts := newHTTP(t, testConfig(), &fakeExec{})
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript"},"_meta":{"progressToken":9}}}`, nil)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Header.Get("X-Accel-Buffering") != "no" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	var last float64
+	frames, gotResult := 0, false
+	for m := range events(resp) {
+		if gotResult {
+			t.Fatalf("message after the result: %v", m)
+		}
+		if m["method"] == "notifications/progress" {
+			p := m["params"].(map[string]any)
+			if p["progressToken"] != float64(9) {
+				t.Fatalf("token %v", p["progressToken"])
+			}
+			if v := p["progress"].(float64); v <= last {
+				t.Fatalf("progress %v after %v", v, last)
+			} else {
+				last = v
+			}
+			frames++
+			continue
+		}
+		if m["id"] != float64(9) || m["result"] == nil {
+			t.Fatalf("unexpected %v", m)
+		}
+		gotResult = true
+	}
+	if !gotResult || frames < 3 {
+		t.Fatalf("result %v, %d progress frames (want start + 3 steps coalesced to ≥3)", gotResult, frames)
+	}
+}
+
+func TestShutdownAnswersRunningCalls(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	s, ts := newHTTP(t, testConfig(), ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	ev := events(resp)
+	<-ex.started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	s.Shutdown(ctx)
+	var res map[string]any
+	for m := range ev {
+		if m["id"] == float64(5) {
+			res = m["result"].(map[string]any)
+		}
+	}
+	if res == nil || res["isError"] != true {
+		t.Fatalf("no isError result after shutdown: %v", res)
+	}
+	sc := res["structuredContent"].(map[string]any)
+	if !strings.Contains(sc["error"].(string), "shutting down") || sc["status"] != "interrupted" {
+		t.Fatalf("structuredContent %v", sc)
+	}
+}
+
+func TestAuthAndPrincipalIsolation(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	os.WriteFile(file, []byte("# two principals\nalice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
+	cfg := testConfig()
+	cfg.Server.AuthTokensFile = file
+	_, ts := newHTTP(t, cfg, &fakeExec{})
+	anon := &client{t: t, url: ts.URL + "/mcp"}
+	r := anon.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", r.StatusCode)
+	}
+	bad := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaab"}
+	r = bad.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d", r.StatusCode)
+	}
+	if h, _ := http.Get(ts.URL + "/healthz"); h.StatusCode != 200 {
+		t.Fatalf("healthz needs no token: %d", h.StatusCode)
+	}
+	alice := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
+	alice.initialize()
+	// Bob cannot use, cancel into, or delete Alice's session.
+	bob := &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb", session: alice.session}
+	r = bob.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil)
+	r.Body.Close()
+	if r.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob on alice's session: %d", r.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer bbbbbbbbbbbbbbbbbbbb")
+	req.Header.Set("Mcp-Session-Id", alice.session)
+	dr, _ := http.DefaultClient.Do(req)
+	if dr.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob deleting alice's session: %d", dr.StatusCode)
+	}
+	r = alice.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	r.Body.Close()
+	if r.StatusCode != 200 {
+		t.Fatalf("alice's session broken by bob: %d", r.StatusCode)
+	}
+}
+
+func TestBodyTooLarge(t *testing.T) {
+	cfg := testConfig()
+	cfg.Server.MaxBodyBytes = 2048
+	_, ts := newHTTP(t, cfg, &fakeExec{})
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 4096)+`"}}`, nil)
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "-32000") {
+		t.Fatalf("%d %s", r.StatusCode, b)
+	}
+}
+
+func TestStdioCancelSendsNothing(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	s := newTestServer(testConfig(), ex)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() { _ = s.ServeStdio(context.Background(), inR, outW); outW.Close() }()
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{`+modernMeta+`}}`+"\n")
+	<-lines
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript","workspace":"w"},`+modernMeta+`}}`+"\n")
+	<-ex.started
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"SdkError: Request timed out",`+modernMeta+`}}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{`+modernMeta+`}}`+"\n")
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, `"id":5`) {
+			t.Fatalf("after the cancel, stdout carried %s", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer to tools/list")
+	}
+	inW.Close()
+	for l := range lines {
+		t.Fatalf("after EOF: %s", l)
+	}
+}

@@ -1,0 +1,110 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestDecodeKinds(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		code       int // 0 = valid
+		req, notif bool
+		resp       bool
+		id         string
+	}{
+		{in: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, req: true, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":"a","method":"ping","params":{}}`, req: true, id: `"a"`},
+		{in: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, notif: true},
+		{in: `{"jsonrpc":"2.0","id":3,"result":{}}`, resp: true, id: "3"},
+		{in: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}`, resp: true, id: "3"},
+		{in: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"2.0","id":{},"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
+		{in: `{"id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":7}`, code: CodeInvalidRequest, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":1,"method":"x","params":3}`, code: CodeInvalidRequest, id: "1"},
+		{in: `{"jsonrpc":"2.0","id":1}`, code: CodeInvalidRequest, id: "1"},
+		{in: `{"jsonrpc":"2.0"}`, code: CodeInvalidRequest},
+		{in: `[1]`, code: CodeInvalidRequest},
+		{in: `"x"`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":`, code: CodeParseError},
+		{in: ``, code: CodeParseError},
+	} {
+		m, e := Decode([]byte(tc.in))
+		if tc.code != 0 {
+			if e == nil || e.Code != tc.code {
+				t.Errorf("%s: error %v; want code %d", tc.in, e, tc.code)
+			}
+			if tc.id != "" && (m == nil || m.ID.Key() != tc.id) {
+				t.Errorf("%s: id not kept for the error answer", tc.in)
+			}
+			continue
+		}
+		if e != nil {
+			t.Errorf("%s: unexpected error %v", tc.in, e)
+			continue
+		}
+		if m.IsRequest() != tc.req || m.IsNotification() != tc.notif || m.IsResponse() != tc.resp {
+			t.Errorf("%s: kinds req=%v notif=%v resp=%v", tc.in, m.IsRequest(), m.IsNotification(), m.IsResponse())
+		}
+		if tc.id != "" && m.ID.Key() != tc.id {
+			t.Errorf("%s: id %s; want %s", tc.in, m.ID.Key(), tc.id)
+		}
+	}
+}
+
+func TestIDKeepsItsType(t *testing.T) {
+	for _, raw := range []string{`7`, `"7"`, `-3`, `"x y"`} {
+		m, e := Decode([]byte(`{"jsonrpc":"2.0","id":` + raw + `,"method":"m"}`))
+		if e != nil {
+			t.Fatal(e)
+		}
+		b, _ := EncodeResult(m.ID, struct{}{})
+		if want := `{"jsonrpc":"2.0","id":` + raw + `,"result":{}}`; string(b) != want {
+			t.Errorf("got %s; want %s", b, want)
+		}
+	}
+	if string(EncodeError(ID{}, Errorf(CodeParseError, "x"))) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}` {
+		t.Error("absent id must encode as null in an error")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":""}}`,
+		`[{"jsonrpc":"2.0"}]`, `{`, `null`, `{"id":1e400}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, e := Decode(b)
+		if e != nil {
+			// Every error must encode to valid JSON with an id or null.
+			id := NullID
+			if m != nil && m.ID.Valid() {
+				id = m.ID
+			}
+			if !json.Valid(EncodeError(id, e)) {
+				t.Fatalf("invalid error JSON for %q", b)
+			}
+			return
+		}
+		if !m.IsRequest() && !m.IsNotification() && !m.IsResponse() {
+			t.Fatalf("accepted a message of no kind: %q", b)
+		}
+		if m.IsRequest() {
+			if !m.ID.Valid() {
+				t.Fatalf("request with invalid id accepted: %q", b)
+			}
+			out, err := EncodeResult(m.ID, map[string]any{})
+			if err != nil || !json.Valid(out) {
+				t.Fatalf("cannot echo id of %q", b)
+			}
+		}
+	})
+}
