@@ -1,0 +1,358 @@
+package main
+
+// These tests build the real execd binary and drive it over HTTP, with the
+// real JavaScript guest: what a client meets, end to end. They need the
+// guest (make guests) and fail, not skip, without it.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "execd-bin")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "execd")
+	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type daemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	mu     *sync.Mutex
+	exited chan error
+}
+
+var urlRE = regexp.MustCompile(`"url": "(http://[^"]+)"`)
+
+// startDaemon runs execd with the given TOML (a data_dir is added) and waits
+// until it listens.
+func startDaemon(t *testing.T, dataDir, extraTOML string) *daemon {
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
+	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\n%s\n[workspace]\ndata_dir = %q\n", extraTOML, dataDir)
+	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "-config", cfgFile)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.stderr.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { d.exited <- cmd.Wait(); pw.Close() }()
+	select {
+	case d.url = <-urlc:
+	case err := <-d.exited:
+		t.Fatalf("execd exited at start: %v\n%s", err, d.logs())
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("execd did not start\n%s", d.logs())
+	}
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			<-d.exited
+		}
+	})
+	return d
+}
+
+func (d *daemon) logs() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stderr.String()
+}
+
+// stop sends SIGTERM and waits for exit status 0.
+func (d *daemon) stop() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			d.t.Fatalf("execd exited with %v after SIGTERM\n%s", err, d.logs())
+		}
+	case <-time.After(60 * time.Second):
+		d.cmd.Process.Kill()
+		d.t.Fatalf("execd did not exit after SIGTERM\n%s", d.logs())
+	}
+}
+
+// mcp is a minimal client of either era.
+type mcp struct {
+	t       *testing.T
+	url     string
+	modern  bool
+	token   string
+	session string
+	nextID  int
+	mu      sync.Mutex
+}
+
+func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+	c.t.Helper()
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	if params == nil {
+		params = map[string]any{}
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	if c.modern {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+		h.Set("MCP-Protocol-Version", "2026-07-28")
+		h.Set("Mcp-Method", method)
+		if n, ok := params["name"].(string); ok {
+			h.Set("Mcp-Name", n)
+		}
+		if args, ok := params["arguments"].(map[string]any); ok {
+			if ws, ok := args["workspace"].(string); ok {
+				h.Set("Mcp-Param-Workspace", ws)
+			}
+		}
+	} else if c.session != "" {
+		h.Set("Mcp-Session-Id", c.session)
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		h.Set(k, v)
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		c.session = sid
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	var msg map[string]any
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if d, ok := strings.CutPrefix(l, "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
+					msg = m
+				}
+			}
+		}
+	} else {
+		_ = json.Unmarshal(raw, &msg)
+	}
+	if msg == nil {
+		c.t.Fatalf("%s: HTTP %d, no answer: %s", method, resp.StatusCode, raw)
+	}
+	return msg
+}
+
+func (c *mcp) init() {
+	c.t.Helper()
+	if c.modern {
+		return
+	}
+	c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "daemon-test", "version": "1"}}, nil)
+	if c.session == "" {
+		c.t.Fatal("no session")
+	}
+}
+
+// run calls execute_code and returns structuredContent and isError.
+func (c *mcp) run(ws, code string) (map[string]any, bool) {
+	c.t.Helper()
+	args := map[string]any{"code": code, "language": "javascript"}
+	if ws != "" {
+		args["workspace"] = ws
+	}
+	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		c.t.Fatalf("execute_code %q: %v", code, m)
+	}
+	sc, _ := res["structuredContent"].(map[string]any)
+	isErr, _ := res["isError"].(bool)
+	return sc, isErr
+}
+
+func TestStateAcrossCallsBothEras(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	for _, modern := range []bool{false, true} {
+		c := &mcp{t: t, url: d.url, modern: modern}
+		c.init()
+		sc, isErr := c.run("", "let x = 41")
+		ws, _ := sc["workspace"].(string)
+		if isErr || ws == "" {
+			t.Fatalf("modern=%v: first call %v", modern, sc)
+		}
+		sc, isErr = c.run(ws, "x + 1")
+		if isErr || sc["result"] != "42" {
+			t.Fatalf("modern=%v: state lost: %v", modern, sc)
+		}
+		// Agents re-run cells.
+		if sc, isErr = c.run(ws, "let x = 5; x * 2"); isErr || sc["result"] != "10" {
+			t.Fatalf("modern=%v: re-declaring let: %v", modern, sc)
+		}
+	}
+	d.stop()
+}
+
+func TestFilesSurviveRestart(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	c := &mcp{t: t, url: d.url}
+	c.init()
+	sc, isErr := c.run("notes", `fs.writeFile("/workspace/note.txt", "kept across restarts"); var v = 1`)
+	if isErr {
+		t.Fatalf("write: %v", sc)
+	}
+	d.stop()
+	if b, err := os.ReadFile(filepath.Join(data, "local", "notes", "note.txt")); err != nil || string(b) != "kept across restarts" {
+		t.Fatalf("file on the host: %q, %v", b, err)
+	}
+	d2 := startDaemon(t, data, "")
+	c2 := &mcp{t: t, url: d2.url}
+	c2.init()
+	sc, isErr = c2.run("notes", `fs.readFile("/workspace/note.txt") + "/" + typeof v`)
+	if isErr || sc["result"] != `"kept across restarts/undefined"` {
+		t.Fatalf("after restart: %v", sc)
+	}
+	if sc["status"] != "reset" {
+		t.Errorf("status %v after restart; want reset (interpreter state was lost)", sc["status"])
+	}
+	d2.stop()
+}
+
+func TestPrincipalsIsolated(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("alice alice-token-0123456789\nbob bob-token-0123456789ab\n"), 0o600)
+	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens))
+	alice := &mcp{t: t, url: d.url, token: "alice-token-0123456789", modern: true}
+	bob := &mcp{t: t, url: d.url, token: "bob-token-0123456789ab", modern: true}
+	if sc, isErr := alice.run("shared", `var secret = "alice's"; fs.writeFile("/workspace/s.txt", secret)`); isErr {
+		t.Fatalf("alice: %v", sc)
+	}
+	sc, isErr := bob.run("shared", `typeof secret + "," + fs.exists("/workspace/s.txt")`)
+	if isErr || sc["result"] != `"undefined,false"` {
+		t.Fatalf("bob sees alice's workspace: %v", sc)
+	}
+	m := bob.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil)
+	b, _ := json.Marshal(m)
+	if !strings.Contains(string(b), `shared`) {
+		t.Fatalf("bob's list lacks his own workspace: %s", b)
+	}
+	bob.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "shared"}}, nil)
+	if sc, isErr := alice.run("shared", `secret + "," + fs.readFile("/workspace/s.txt")`); isErr || sc["result"] != `"alice's,alice's"` {
+		t.Fatalf("bob's delete reached alice: %v", sc)
+	}
+	d.stop()
+}
+
+func TestGuestCannotLeaveItsDirectory(t *testing.T) {
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "outside.txt"), []byte("host secret"), 0o600)
+	d := startDaemon(t, data, "")
+	c := &mcp{t: t, url: d.url, modern: true}
+	for _, code := range []string{
+		`fs.readFile("/etc/passwd")`,
+		`fs.readFile("/workspace/../../outside.txt")`,
+		`fs.readFile("../../outside.txt")`,
+		`fs.readFile("/workspace/../../../../etc/passwd")`,
+		`fs.readdir("/")`,
+	} {
+		sc, isErr := c.run("jail", code)
+		if !isErr {
+			if r, _ := sc["result"].(string); strings.Contains(r, "host secret") || strings.Contains(r, "root:") || strings.Contains(r, "outside.txt") {
+				t.Errorf("%s escaped: %v", code, sc)
+			}
+		}
+	}
+	d.stop()
+}
+
+func TestShutdownAnswersEveryRunningCall(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "shutdown_grace = \"500ms\"\n[limits]\nmax_concurrent_runs = 4")
+	const n = 20
+	var wg sync.WaitGroup
+	answers := make(chan string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &mcp{t: t, url: d.url, modern: true}
+			sc, isErr := c.run(fmt.Sprintf("busy-%d", i), "while(true){}")
+			if !isErr {
+				answers <- fmt.Sprintf("call %d finished without error: %v", i, sc)
+				return
+			}
+			e, _ := sc["error"].(string)
+			if !strings.Contains(e, "shutting down") {
+				answers <- fmt.Sprintf("call %d: %v", i, sc)
+				return
+			}
+			answers <- ""
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d.stop()
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		if a != "" {
+			t.Error(a)
+		}
+	}
+}
