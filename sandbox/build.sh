@@ -14,7 +14,7 @@ set -euo pipefail
 QUICKJS_UPSTREAM=2025.04.26
 QUICKJS_ORIG_SHA256=ec81da5b3249ed648dbc7df4a1654988910e66a118d9b71cb63534216efcfbbe
 # Shadow stack of the guest; guest.c sets QuickJS's stack limit below it.
-STACK_SIZE=$((8 << 20))
+STACK_SIZE=$((2 << 20))
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${EXECD_CACHE:-$HOME/.cache/execd}

@@ -109,7 +109,9 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if !mem.WriteString(ptr, code) {
 		return nil, fmt.Errorf("%s returned a bad pointer", exportAlloc)
 	}
-	r, err = i.eval.Call(ctx, uint64(ptr), uint64(n))
+	// A fresh api.Function per call: wazero keeps the native stack a call
+	// grew (deep recursion: tens of MB) with the function value.
+	r, err = i.mod.ExportedFunction(exportEval).Call(ctx, uint64(ptr), uint64(n))
 	if err != nil {
 		return nil, err
 	}

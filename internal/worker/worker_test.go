@@ -1,0 +1,568 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// engines are shared by the tests of this package: compiling a guest is the
+// slow part. Key: strict termination on/off.
+var (
+	enginesMu sync.Mutex
+	engines   = map[bool]*Engine{}
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, e := range engines {
+		e.Close(context.Background())
+	}
+	os.Exit(code)
+}
+
+// testEngine fails the test (never skips) when the guest is not built.
+func testEngine(t testing.TB, strict bool) *Engine {
+	t.Helper()
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	if e, ok := engines[strict]; ok {
+		return e
+	}
+	e, err := NewEngine(context.Background(), Config{StrictTermination: strict}, nil)
+	if err != nil {
+		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
+	}
+	engines[strict] = e
+	return e
+}
+
+func newWorker(t testing.TB, e *Engine, opts WorkerOptions) *Worker {
+	t.Helper()
+	w, err := e.NewWorker(context.Background(), "javascript", opts)
+	if err != nil {
+		t.Fatalf("NewWorker: %v", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+func value(r Result) string {
+	if r.Value == nil {
+		return "<nil>"
+	}
+	return *r.Value
+}
+
+func describe(r Result) string {
+	s := string(r.Status) + " value=" + value(r)
+	if r.Error != nil {
+		s += " error=" + r.Error.Type + ": " + r.Error.Message
+	}
+	if r.Reset {
+		s += " reset"
+	}
+	return s
+}
+
+// mustRun runs code and fails unless the status is want.
+func mustRun(t *testing.T, w *Worker, code string, want Status) Result {
+	t.Helper()
+	r := w.Run(context.Background(), code, nil)
+	if r.Status != want {
+		t.Fatalf("Run(%.80q) = %s; want status %s\nstdout: %.300s\nstderr: %.300s", code, describe(r), want, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+func TestREPLSemantics(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	tests := []struct {
+		code      string
+		status    Status
+		value     string // "<nil>" for none
+		stdout    string
+		stderr    string
+		errType   string
+		errSubstr string
+	}{
+		{code: "1+1", status: StatusOK, value: "2"},
+		{code: "'abc'", status: StatusOK, value: `"abc"`},
+		{code: "'a\"b\\n'", status: StatusOK, value: `"a\"b\n"`},
+		{code: "undefined", status: StatusOK, value: "<nil>"},
+		{code: "null", status: StatusOK, value: "null"},
+		{code: "let unused = 1", status: StatusOK, value: "<nil>"},
+		{code: "-0", status: StatusOK, value: "-0"},
+		{code: "10n ** 20n", status: StatusOK, value: "100000000000000000000n"},
+		{code: "[1, 'x', {y: null, 'a-b': true}]", status: StatusOK, value: `[1, "x", {y: null, "a-b": true}]`},
+		{code: "new Map([[1, 'one']])", status: StatusOK, value: `Map(1) {1 => "one"}`},
+		{code: "new Set([1, 2])", status: StatusOK, value: "Set(2) {1, 2}"},
+		{code: "(function foo() {})", status: StatusOK, value: "[Function: foo]"},
+		{code: "class K {}; K", status: StatusOK, value: "[class K]"},
+		{code: "const cyc = {}; cyc.self = cyc; cyc", status: StatusOK, value: "{self: [Circular]}"},
+		{code: "new Uint8Array([1, 2])", status: StatusOK, value: "Uint8Array(2) [1, 2]"},
+		{code: "new Date(0)", status: StatusOK, value: "1970-01-01T00:00:00.000Z"},
+		{code: "console.log('hi', 1, {a: [2]}); console.error('bad')", status: StatusOK, value: "<nil>", stdout: "hi 1 {a: [2]}\n", stderr: "bad\n"},
+		{code: "print('%s=%d', 'n', 42)", status: StatusOK, value: "<nil>", stdout: "n=42\n"},
+		{code: "console.warn('w'); 7", status: StatusOK, value: "7", stderr: "w\n"},
+		{code: "throw new TypeError('nope')", status: StatusError, value: "<nil>", errType: "TypeError", errSubstr: "nope"},
+		{code: "null.x", status: StatusError, value: "<nil>", errType: "TypeError", errSubstr: "null"},
+		{code: "throw 'boom'", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: `"boom"`},
+		{code: "throw 42", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: "42"},
+		{code: "throw {code: 7}", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: "{code: 7}"},
+		{code: "throw null", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: "null"},
+		{code: "throw undefined", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: "undefined"},
+		{code: "throw Symbol('s')", status: StatusError, value: "<nil>", errType: "Uncaught", errSubstr: "Symbol(s)"},
+		{code: "let = ;", status: StatusError, value: "<nil>", errType: "SyntaxError"},
+		{code: "await new Promise(r => r(7))", status: StatusOK, value: "7"},
+		{code: "const v = await Promise.resolve(3); v * 2", status: StatusOK, value: "6"},
+		{code: "await Promise.reject(new RangeError('r'))", status: StatusError, value: "<nil>", errType: "RangeError", errSubstr: "r"},
+		{code: "await new Promise(() => {})", status: StatusError, value: "<nil>", errType: "Error", errSubstr: "never settled"},
+		{code: "Promise.resolve().then(() => console.log('job')); 1", status: StatusOK, value: "1", stdout: "job\n"},
+		{code: "console.log('before'); throw new Error('after')", status: StatusError, value: "<nil>", stdout: "before\n", errType: "Error", errSubstr: "after"},
+		{code: "typeof process + typeof require + typeof fetch", status: StatusOK, value: `"undefinedundefinedundefined"`},
+	}
+	for _, tc := range tests {
+		r := w.Run(context.Background(), tc.code, nil)
+		if r.Status != tc.status || value(r) != tc.value || r.Stdout != tc.stdout || r.Stderr != tc.stderr {
+			t.Errorf("Run(%q) = %s stdout=%q stderr=%q; want %s value=%s stdout=%q stderr=%q",
+				tc.code, describe(r), r.Stdout, r.Stderr, tc.status, tc.value, tc.stdout, tc.stderr)
+			continue
+		}
+		if tc.errType == "" {
+			if r.Error != nil {
+				t.Errorf("Run(%q): unexpected error %+v", tc.code, *r.Error)
+			}
+			continue
+		}
+		if r.Error == nil || r.Error.Type != tc.errType || !strings.Contains(r.Error.Message, tc.errSubstr) {
+			t.Errorf("Run(%q) error = %+v; want type %s containing %q", tc.code, r.Error, tc.errType, tc.errSubstr)
+		}
+		if r.Reset {
+			t.Errorf("Run(%q): Reset set", tc.code)
+		}
+	}
+}
+
+func TestErrorHasStack(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	r := mustRun(t, w, "function inner() { throw new Error('deep') }\ninner()", StatusError)
+	if !strings.Contains(r.Error.Stack, "inner") || !strings.Contains(r.Error.Stack, "<cell>") {
+		t.Errorf("stack = %q; want frames of inner and <cell>", r.Error.Stack)
+	}
+}
+
+func TestStateAcrossRuns(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	steps := []struct{ code, value string }{
+		{"let x = 1", "<nil>"},
+		{"x", "1"},
+		{"let x = 2", "<nil>"}, // re-running a cell must not be a redeclaration
+		{"x", "2"},
+		{"const c = 'a'", "<nil>"},
+		{"const c = 'b'; c", `"b"`},
+		{"class A { m() { return 1 } }", "<nil>"},
+		{"class A { m() { return 2 } }; new A().m()", "2"},
+		{"var v = 5; function f() { return v + x }", "<nil>"},
+		{"f()", "7"},
+		{"let x = 10; f()", "15"}, // closures see the new binding
+		{"globalThis.g = [1]; g.push(2); g", "[1, 2]"},
+		{"let t = await Promise.resolve('tla')", "<nil>"},
+		{"t", `"tla"`},
+	}
+	for _, s := range steps {
+		r := mustRun(t, w, s.code, StatusOK)
+		if value(r) != s.value {
+			t.Errorf("Run(%q) value = %s; want %s", s.code, value(r), s.value)
+		}
+	}
+	r := mustRun(t, w, "c = 'z'", StatusError) // const stays const
+	if r.Error.Type != "TypeError" {
+		t.Errorf("assigning a const: %+v", *r.Error)
+	}
+}
+
+type progressRec struct {
+	mu    sync.Mutex
+	calls []string
+	fn    func()
+}
+
+func (p *progressRec) Progress(done, total float64, msg string) {
+	p.mu.Lock()
+	p.calls = append(p.calls, strings.TrimSpace(strings.Join([]string{ftoa(done), ftoa(total), msg}, " ")))
+	fn := p.fn
+	p.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	rec := &progressRec{}
+	r := w.Run(context.Background(), "progress(1, 3, 'one'); progress(2, 'two'); progress(2.5); progress(3, 3)", rec)
+	if r.Status != StatusOK {
+		t.Fatalf("Run: %s", describe(r))
+	}
+	want := []string{"1 3 one", "2 0 two", "2.5 0", "3 3"}
+	if strings.Join(rec.calls, "|") != strings.Join(want, "|") {
+		t.Errorf("progress calls = %q; want %q", rec.calls, want)
+	}
+	// A nil sink is fine.
+	mustRun(t, w, "progress(1, 2, 'x'); 1", StatusOK)
+}
+
+// runCancelledInLoop starts code that calls progress() once and then loops;
+// the progress call cancels the run's context.
+func runCancelledInLoop(t *testing.T, w *Worker, code string) Result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &progressRec{fn: cancel}
+	return w.Run(ctx, code, rec)
+}
+
+func TestSoftInterruptKeepsState(t *testing.T) {
+	t.Parallel()
+	for _, strict := range []bool{true, false} {
+		w := newWorker(t, testEngine(t, strict), WorkerOptions{})
+		mustRun(t, w, "let kept = 'yes'; let n = 0", StatusOK)
+		r := runCancelledInLoop(t, w, "progress(1); while (true) { n++ }")
+		if r.Status != StatusInterrupted || r.Reset {
+			t.Fatalf("strict=%v: while(true) cancelled: %s; want interrupted without reset", strict, describe(r))
+		}
+		r = mustRun(t, w, "kept + ' ' + (n > 0)", StatusOK)
+		if value(r) != `"yes true"` {
+			t.Errorf("strict=%v: state after interrupt = %s", strict, value(r))
+		}
+		// An interrupt cannot be caught by the code.
+		r = runCancelledInLoop(t, w, "progress(1); let caught = false; try { for (;;) {} } catch (e) { caught = true; for (;;) {} }")
+		if r.Status != StatusInterrupted || r.Reset {
+			t.Fatalf("strict=%v: catch around the loop: %s", strict, describe(r))
+		}
+	}
+}
+
+func TestTimeoutStatus(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r := w.Run(ctx, "for (;;) {}", nil)
+	if r.Status != StatusTimeout || r.Error == nil || !strings.Contains(r.Error.Message, "timed out") {
+		t.Fatalf("deadline: %s", describe(r))
+	}
+	mustRun(t, w, "1", StatusOK)
+
+	// A context that is already done runs nothing.
+	done, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	r = w.Run(done, "globalThis.ran = true", nil)
+	if r.Status != StatusInterrupted {
+		t.Fatalf("cancelled before Run: %s", describe(r))
+	}
+	if r := mustRun(t, w, "typeof ran", StatusOK); value(r) != `"undefined"` {
+		t.Errorf("code ran under a cancelled context")
+	}
+}
+
+func TestHardKillResets(t *testing.T) {
+	t.Parallel()
+	// A grace of 1ns leaves no time for the soft interrupt: the kill path.
+	e, err := NewEngine(context.Background(), Config{StrictTermination: true, InterruptGrace: time.Nanosecond}, nil)
+	if err != nil {
+		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
+	}
+	defer e.Close(context.Background())
+	w := newWorker(t, e, WorkerOptions{})
+	mustRun(t, w, "let before = 1", StatusOK)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	r := w.Run(ctx, "for (;;) {}", nil)
+	if r.Status != StatusTimeout || !r.Reset {
+		t.Fatalf("killed run: %s; want timeout with reset", describe(r))
+	}
+	r = mustRun(t, w, "typeof before", StatusReset)
+	if !r.Reset || value(r) != `"undefined"` {
+		t.Errorf("after kill: %s", describe(r))
+	}
+	r = mustRun(t, w, "1", StatusOK)
+	if r.Reset {
+		t.Errorf("reset reported twice")
+	}
+}
+
+func TestCrashReplacesInstance(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "let s = 1", StatusOK)
+	// Simulate a trap: the instance is gone under the worker.
+	w.inst.mod.Close(context.Background())
+	r := w.Run(context.Background(), "s", nil)
+	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" {
+		t.Fatalf("crashed run: %s", describe(r))
+	}
+	r = mustRun(t, w, "typeof s", StatusReset)
+	if value(r) != `"undefined"` {
+		t.Errorf("after crash: %s", describe(r))
+	}
+}
+
+func TestDeepRecursion(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "let alive = 'still'", StatusOK)
+	r := mustRun(t, w, "function f(n) { return f(n + 1) + 1 }; f(0)", StatusError)
+	if r.Error.Type != "InternalError" && r.Error.Type != "RangeError" {
+		t.Errorf("recursion error = %+v", *r.Error)
+	}
+	for _, code := range []string{
+		"let nest = []; for (let i = 0; i < 200000; i++) nest = [nest]; JSON.stringify(nest).length",
+		"let on = {}; for (let i = 0; i < 200000; i++) on = {on}; String(on.on.on === undefined)",
+		"const p = new Proxy({}, {get(t, k, r) { return r[k] }}); p.x",
+		"function g(n) { return [1].map(() => g(n + 1)) }; g(0)",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r := w.Run(ctx, code, nil)
+		cancel()
+		if r.Reset {
+			t.Logf("%.40q reset the instance: %s", code, describe(r))
+			continue
+		}
+		if r.Status != StatusOK && r.Status != StatusError && r.Status != StatusTimeout {
+			t.Errorf("%.40q: %s", code, describe(r))
+		}
+	}
+	r = w.Run(context.Background(), "typeof alive", nil)
+	if r.Status != StatusOK && r.Status != StatusReset {
+		t.Fatalf("after recursion: %s", describe(r))
+	}
+}
+
+func TestOutOfMemory(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "let keep = 'kept'", StatusOK)
+	for _, code := range []string{
+		"new ArrayBuffer(1024 ** 3)",                         // 1 GB at once
+		"const big = []; for (;;) big.push(new Uint8Array(1 << 20))", // piecewise
+		"let objs = []; for (;;) objs.push({n: objs.length})",        // many small objects, kept
+		"objs.length > 0",  // the heap is still full of objs: this must still run
+		"objs = null; 'x'", // and freeing must work
+		"let strs = []; for (;;) strs.push('abc'.repeat(1000) + strs.length)",
+		"strs = null",
+		"const bigs = []; for (;;) bigs.push(new Array(1e6).fill(0))",
+	} {
+		r := w.Run(context.Background(), code, nil)
+		if r.Reset {
+			t.Fatalf("%.40q: instance reset: %s", code, describe(r))
+		}
+		if r.Status == StatusOOM && (r.Error == nil || !strings.Contains(r.Error.Message, "out of memory")) {
+			t.Errorf("%.40q: oom without message: %s", code, describe(r))
+		}
+		if strings.Contains(code, "for (;;)") || strings.Contains(code, "1024 ** 3") {
+			if r.Status != StatusOOM {
+				t.Errorf("%.40q: %s; want oom", code, describe(r))
+			}
+		} else if r.Status != StatusOK {
+			t.Errorf("%.40q after oom: %s; want ok", code, describe(r))
+		}
+	}
+	r := mustRun(t, w, "try { new ArrayBuffer(1024 ** 3) } catch (e) { 'caught ' + e.message }", StatusOK)
+	if value(r) != `"caught out of memory"` {
+		t.Errorf("caught oom = %s", value(r))
+	}
+	if r := mustRun(t, w, "keep", StatusOK); value(r) != `"kept"` {
+		t.Errorf("state after oom = %s", value(r))
+	}
+}
+
+func TestOutputFlood(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t, true)
+	w := newWorker(t, e, WorkerOptions{})
+	r := mustRun(t, w, "const line = 'x'.repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(line); console.log('END'); console.error('e'.repeat(1 << 20))", StatusOK)
+	max := e.cfg.MaxOutputBytes
+	if !r.Truncated {
+		t.Errorf("100 MB of output not marked truncated")
+	}
+	if len(r.Stdout) > max+100 || len(r.Stderr) > max+100 {
+		t.Errorf("kept %d/%d bytes; cap %d", len(r.Stdout), len(r.Stderr), max)
+	}
+	if !strings.Contains(r.Stdout, "bytes truncated") || !strings.HasSuffix(r.Stdout, "END\n") || !strings.HasPrefix(r.Stdout, "xxxx") {
+		t.Errorf("stdout head/tail wrong: %.40q ... %.40q", r.Stdout[:40], r.Stdout[len(r.Stdout)-40:])
+	}
+	// A long value is truncated too.
+	r = mustRun(t, w, "Array(100).fill('y'.repeat(5000))", StatusOK)
+	if !r.Truncated || len(value(r)) > max+100 {
+		t.Errorf("long value: truncated=%v len=%d", r.Truncated, len(value(r)))
+	}
+	r = mustRun(t, w, "'small'", StatusOK)
+	if r.Truncated || r.Stdout != "" {
+		t.Errorf("output leaked into the next run: %+v", r)
+	}
+}
+
+func TestHostileCode(t *testing.T) {
+	t.Parallel()
+	for _, strict := range []bool{true, false} {
+		w := newWorker(t, testEngine(t, strict), WorkerOptions{})
+		mustRun(t, w, "let mark = 42", StatusOK)
+		cases := []struct {
+			name, code string
+			ok         []Status
+		}{
+			{"job flood", "for (;;) Promise.resolve().then(() => {})", []Status{StatusTimeout, StatusOOM}},
+			{"catastrophic regex", "/^(a+)+$/.test('a'.repeat(40) + 'b')", []Status{StatusTimeout}},
+			{"huge JSON.parse", "JSON.parse('[' + '1,'.repeat(5e6) + '1]').length", []Status{StatusOK, StatusOOM, StatusTimeout}},
+			{"huge JSON string", "JSON.parse('\"' + 'x'.repeat(2 ** 27) + '\"').length", []Status{StatusOK, StatusOOM, StatusError, StatusTimeout}},
+			{"string doubling", "let s = 'x'; for (;;) s += s", []Status{StatusError, StatusOOM}},
+			{"sort with throwing comparator", "[3, 2, 1].sort(() => { throw 'cmp' })", []Status{StatusError}},
+			{"getter bomb in value", "({get a() { for (;;) {} }})", []Status{StatusOK, StatusTimeout}},
+			{"toString bomb in error", "throw {toString() { for (;;) {} }}", []Status{StatusError, StatusTimeout}},
+		}
+		for _, c := range cases {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			r := w.Run(ctx, c.code, nil)
+			cancel()
+			good := false
+			for _, s := range c.ok {
+				good = good || r.Status == s
+			}
+			if !good {
+				t.Errorf("strict=%v %s: %s; want one of %v", strict, c.name, describe(r), c.ok)
+			}
+			if r.Reset {
+				t.Logf("strict=%v %s: instance was reset", strict, c.name)
+				mustRun(t, w, "let mark = 42", StatusReset)
+			}
+			if r := mustRun(t, w, "mark", StatusOK); value(r) != "42" {
+				t.Errorf("strict=%v after %s: mark = %s", strict, c.name, value(r))
+			}
+		}
+	}
+}
+
+func TestWorkspaceDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("from host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(t, testEngine(t, true), WorkerOptions{Dir: dir})
+	r := mustRun(t, w, "fs.writeFile('/workspace/out.txt', 'from guest'); fs.appendFile('/workspace/out.txt', '!'); fs.readFile('/workspace/in.txt')", StatusOK)
+	if value(r) != `"from host"` {
+		t.Errorf("readFile = %s", value(r))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if err != nil || string(b) != "from guest!" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	r = mustRun(t, w, "fs.mkdir('/workspace/d'); fs.readdir('/workspace').sort()", StatusOK)
+	if value(r) != `["d", "in.txt", "out.txt"]` {
+		t.Errorf("readdir = %s", value(r))
+	}
+	for _, p := range []string{"/etc/passwd", "/workspace/../../etc/passwd", "/proc/self/environ"} {
+		r = w.Run(context.Background(), "fs.readFile('"+p+"')", nil)
+		if r.Status != StatusError {
+			t.Errorf("reading %s: %s", p, describe(r))
+		}
+	}
+	// Without a Dir there is no file system at all.
+	w2 := newWorker(t, testEngine(t, true), WorkerOptions{})
+	if r := w2.Run(context.Background(), "fs.writeFile('/workspace/x', 'y')", nil); r.Status != StatusError {
+		t.Errorf("write without a workspace dir: %s", describe(r))
+	}
+}
+
+func TestWorkerLifecycle(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t, true)
+	if got := e.Languages(); len(got) == 0 || got[0] != "javascript" {
+		t.Fatalf("Languages() = %v", got)
+	}
+	if _, err := e.NewWorker(context.Background(), "cobol", WorkerOptions{}); !errors.Is(err, ErrUnknownLanguage) {
+		t.Errorf("unknown language: %v", err)
+	}
+	w := newWorker(t, e, WorkerOptions{})
+	if w.Language() != "javascript" {
+		t.Errorf("Language() = %q", w.Language())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if r := w.Run(context.Background(), "1", nil); r.Status != StatusError {
+		t.Errorf("Run after Close: %s", describe(r))
+	}
+}
+
+func TestParallelWorkers(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t, true)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer w.Close()
+			for j := 0; j < 20; j++ {
+				r := w.Run(context.Background(), "globalThis.c = (globalThis.c || 0) + 1; console.log(c); c", nil)
+				if r.Status != StatusOK || value(r) != ftoa(float64(j+1)) {
+					t.Errorf("worker run %d: %s", j, describe(r))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestEngineClose(t *testing.T) {
+	t.Parallel()
+	e, err := NewEngine(context.Background(), Config{}, nil)
+	if err != nil {
+		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
+	}
+	w := newWorker(t, e, WorkerOptions{})
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Run(context.Background(), "1", nil); r.Status != StatusError {
+		t.Errorf("Run after engine Close: %s", describe(r))
+	}
+	if _, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewWorker after Close: %v", err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{{MemoryLimitMiB: 8}, {MaxOutputBytes: -1}, {InterruptGrace: -time.Second}} {
+		if _, err := NewEngine(context.Background(), c, nil); err == nil {
+			t.Errorf("NewEngine(%+v) accepted", c)
+		}
+	}
+}
