@@ -357,7 +357,7 @@ func TestOutOfMemory(t *testing.T) {
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	mustRun(t, w, "let keep = 'kept'", StatusOK)
 	for _, code := range []string{
-		"new ArrayBuffer(1024 ** 3)",                         // 1 GB at once
+		"new ArrayBuffer(1024 ** 3)",                                 // 1 GB at once
 		"const big = []; for (;;) big.push(new Uint8Array(1 << 20))", // piecewise
 		"let objs = []; for (;;) objs.push({n: objs.length})",        // many small objects, kept
 		"objs.length > 0",  // the heap is still full of objs: this must still run
