@@ -123,13 +123,20 @@ free_port() {
   "$E2E_NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
+# write_config NAME: a config with a scratch data dir and a 1 s progress heartbeat (so that
+# wire_checks.mjs can see heartbeats quickly); prints its path.
+export E2E_HEARTBEAT_MS=1000
+write_config() {
+  mkdir -p "$out/$1-data"
+  printf '[protocol]\nprogress_heartbeat = "1s"\n\n[workspace]\ndata_dir = "%s"\n' "$out/$1-data" >"$out/$1.toml"
+  echo "$out/$1.toml"
+}
+
 # start_server NAME BIN: starts BIN on a free port with a scratch data dir; sets URL.
 start_server() {
   local name="$1" bin="$2" port cfg i
   port="$(free_port)" || return 1
-  mkdir -p "$out/$name-data"
-  cfg="$out/$name.toml"
-  printf '[workspace]\ndata_dir = "%s"\n' "$out/$name-data" >"$cfg"
+  cfg="$(write_config "$name")"
   "$bin" -config "$cfg" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
   pids+=($!)
   URL="http://127.0.0.1:$port/mcp"
@@ -172,15 +179,11 @@ fi
 
 if want stdio; then
   echo "== TypeScript SDK client over stdio (bin/execd -stdio)"
-  mkdir -p "$out/stdio-data"
-  printf '[workspace]\ndata_dir = "%s"\n' "$out/stdio-data" >"$out/stdio.toml"
-  step sdk-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" --stdio "$root/bin/execd" -stdio -config "$out/stdio.toml"
+  step sdk-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" --stdio "$root/bin/execd" -stdio -config "$(write_config stdio)"
 fi
 if want wire; then
   echo "== wire checks over stdio (era pinning, modern cancel)"
-  mkdir -p "$out/stdio-data"
-  printf '[workspace]\ndata_dir = "%s"\n' "$out/stdio-data" >"$out/stdio.toml"
-  step wire-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --stdio "$root/bin/execd" -stdio -config "$out/stdio.toml"
+  step wire-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --stdio "$root/bin/execd" -stdio -config "$(write_config stdio)"
 fi
 
 if want conformance; then

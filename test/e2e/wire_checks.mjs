@@ -137,6 +137,24 @@ async function httpChecks(url) {
     assert(String(again.structuredContent?.result) === '41', `x after timeout = ${short(again.structuredContent?.result)}, want 41`);
   });
 
+  const hb = Number(process.env.E2E_HEARTBEAT_MS || 0);
+  if (hb > 0) {
+    await check(`progress heartbeat every ${hb} ms on a silent run; strictly increasing; none after the result (P-3..P-5)`, async () => {
+      const spin = hb * 3.5;
+      const code = `const t = Date.now(); let n = 0; while (Date.now() - t < ${spin} && n < 200000000) { n++; } n > 0`;
+      const r = await modernCall(url, { code, language: 'javascript' }, { meta: { progressToken: 'hb' }, timeout: 30_000 });
+      const res = finalResult(r, 'heartbeat run');
+      assert(!res.isError, `isError: ${short(res.structuredContent)}`);
+      const idx = r.messages.findIndex((m) => m.id !== undefined);
+      assert(idx === r.messages.length - 1, `messages after the result: ${short(r.messages.slice(idx + 1))}`);
+      const prog = r.messages.filter((m) => m.method === 'notifications/progress');
+      assert(prog.every((m) => m.params.progressToken === 'hb'), `token not echoed as the string "hb": ${short(prog)}`);
+      const values = prog.map((m) => m.params.progress);
+      assert(values.length >= 3, `${values.length} progress frames in a ${spin} ms silent run with a ${hb} ms heartbeat: ${short(prog)}`);
+      for (let i = 1; i < values.length; i++) assert(values[i] > values[i - 1], `not strictly increasing: ${values}`);
+    });
+  }
+
   await check('modern Mcp-Param-Workspace mismatch → 400 -32020 (MH-6, §1.2 9.7)', async () => {
     const id = nextId++;
     const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code: '1', language: 'javascript', workspace: 'a' }, _meta: META } };
