@@ -95,7 +95,18 @@ func main() {
 	flag.IntVar(&o.round, "round", 0, "round number for -out")
 	flag.StringVar(&o.out, "out", "", "append the run's summary as one JSON line to this file")
 	flag.StringVar(&o.report, "report", "", "print the table of medians over rounds from this -out file and exit")
+	freePort := flag.Bool("free-port", false, "print a free TCP port on 127.0.0.1 and exit (for scripts)")
 	flag.Parse()
+
+	if *freePort {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fail(err.Error())
+		}
+		fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+		_ = ln.Close()
+		return
+	}
 
 	if o.report != "" {
 		if err := printReport(os.Stdout, o.report); err != nil {
