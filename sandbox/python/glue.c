@@ -1,0 +1,553 @@
+/*
+ * execd Python guest: CPython 3.11 as a WebAssembly reactor module.
+ *
+ * One interpreter and one __main__ namespace live for the life of the
+ * instance; the host calls execd_eval once per cell. The exports and imports
+ * are the ones of sandbox/ABI.md; the cell logic (REPL value, tracebacks)
+ * is driver.py, embedded by build-python.sh. No guest stack is live between
+ * calls, so the instance's whole state is its linear memory plus
+ * __stack_pointer.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT(name) __attribute__((export_name(name)))
+#define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
+
+/* Host import (module "execd"); "interrupted" is imported by the patched
+   Modules/signalmodule.c, which polls it from the eval breaker. */
+IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
+
+/* Defined by cpython-wasi.patch in Modules/signalmodule.c. */
+extern int _Py_execd_poll_enabled;
+extern int _Py_execd_interrupt_fired;
+
+/* Where the worker mounts python-stdlib.zip (read-only). */
+#define PYTHON_HOME L"/usr/local"
+#define PYTHON_LIB L"/usr/local/lib/python3.11"
+
+/* Longest printable value handed back; the host truncates further. */
+#define MAX_VALUE_BYTES (1 << 20)
+
+static PyObject *run_cell;  /* driver.py's run_cell(source) */
+static char *result_buf;    /* the current envelope: u32 length, then JSON */
+
+/* ---- allocator ----------------------------------------------------------
+ * The heap cap handed to execd_init is enforced here, on every allocation
+ * CPython makes (the raw domain, which pymalloc falls back to for large
+ * blocks, and pymalloc's arenas), so that running out of memory is an
+ * ordinary MemoryError and never bricks the instance:
+ *  - each cell may allocate RESERVE bytes above the cap it starts with, so a
+ *    cell that frees memory (`del data`) can still be compiled and run when
+ *    earlier cells left the heap full;
+ *  - the first refusal in a cell lifts the cap once more by RESERVE, so the
+ *    MemoryError can be formatted and the envelope built.
+ * The total stays under heap_limit + 3*RESERVE, inside the linear memory the
+ * host reserves above the heap cap. */
+
+#define RESERVE ((size_t)6 << 20)
+
+static size_t heap_limit = SIZE_MAX; /* set by execd_init */
+static size_t cur_limit = SIZE_MAX;  /* heap_limit, lifted per cell */
+static size_t used;                  /* bytes handed out, by usable size */
+static int oom_fired;                /* a request was refused this cell */
+
+static int over_limit(size_t grow)
+{
+    if (used + grow <= cur_limit && used + grow >= used)
+        return 0;
+    if (!oom_fired) {
+        oom_fired = 1;
+        if (cur_limit < SIZE_MAX - RESERVE)
+            cur_limit += RESERVE;
+    }
+    return 1;
+}
+
+static void account_free(size_t n) { used = used > n ? used - n : 0; }
+
+/* Called at the start of every cell. */
+static void reset_limit(void)
+{
+    oom_fired = 0;
+    cur_limit = heap_limit;
+    if (heap_limit != SIZE_MAX && used + RESERVE > heap_limit)
+        cur_limit = used + RESERVE;
+}
+
+static void *raw_malloc(void *ctx, size_t size)
+{
+    void *p;
+    (void)ctx;
+    if (size == 0)
+        size = 1;
+    if (over_limit(size))
+        return NULL;
+    p = malloc(size);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    used += malloc_usable_size(p);
+    return p;
+}
+
+static void *raw_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    void *p;
+    size_t size;
+    (void)ctx;
+    if (nelem == 0 || elsize == 0)
+        nelem = elsize = 1;
+    if (elsize != 0 && nelem > SIZE_MAX / elsize)
+        return NULL;
+    size = nelem * elsize;
+    if (over_limit(size))
+        return NULL;
+    p = calloc(nelem, elsize);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    used += malloc_usable_size(p);
+    return p;
+}
+
+static void *raw_realloc(void *ctx, void *ptr, size_t size)
+{
+    size_t old;
+    void *p;
+    if (!ptr)
+        return raw_malloc(ctx, size);
+    if (size == 0)
+        size = 1;
+    old = malloc_usable_size(ptr);
+    if (size > old && over_limit(size - old))
+        return NULL;
+    p = realloc(ptr, size);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    account_free(old);
+    used += malloc_usable_size(p);
+    return p;
+}
+
+static void raw_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    if (!ptr)
+        return;
+    account_free(malloc_usable_size(ptr));
+    free(ptr);
+}
+
+static PyObjectArenaAllocator arena_orig;
+
+static void *arena_alloc(void *ctx, size_t size)
+{
+    void *p;
+    (void)ctx;
+    if (over_limit(size))
+        return NULL;
+    p = arena_orig.alloc(arena_orig.ctx, size);
+    if (!p) {
+        oom_fired = 1;
+        return NULL;
+    }
+    used += size;
+    return p;
+}
+
+static void arena_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    if (!ptr)
+        return;
+    account_free(size);
+    arena_orig.free(arena_orig.ctx, ptr, size);
+}
+
+static void install_allocators(void)
+{
+    PyMemAllocatorEx raw = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
+    PyObjectArenaAllocator arena = {NULL, arena_alloc, arena_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
+    PyObject_GetArenaAllocator(&arena_orig);
+    PyObject_SetArenaAllocator(&arena);
+}
+
+/* ---- the execd module: progress() for the code, hooks for driver.py ----- */
+
+/* Truncates s[0:n] to at most max bytes without splitting a UTF-8 sequence. */
+static Py_ssize_t utf8_cut(const char *s, Py_ssize_t n, Py_ssize_t max)
+{
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
+static PyObject *m_progress(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"done", "total", "message", NULL};
+    double done, total = 0;
+    PyObject *tot = Py_None, *message = Py_None, *s = NULL;
+    const char *msg = "";
+    Py_ssize_t n = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "d|OO:progress", kwlist, &done, &tot, &message))
+        return NULL;
+    if (PyUnicode_Check(tot) && message == Py_None) { /* progress(done, message) */
+        message = tot;
+        tot = Py_None;
+    }
+    if (tot != Py_None) {
+        total = PyFloat_AsDouble(tot);
+        if (total == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    if (message != Py_None) {
+        s = PyObject_Str(message);
+        if (!s)
+            return NULL;
+        msg = PyUnicode_AsUTF8AndSize(s, &n);
+        if (!msg) {
+            Py_DECREF(s);
+            return NULL;
+        }
+        n = utf8_cut(msg, n, 4096);
+    }
+    host_progress(done, total, msg, (uint32_t)n);
+    Py_XDECREF(s);
+    Py_RETURN_NONE;
+}
+
+/* _poll(on): lets the eval breaker poll the host's interrupt flag (only
+   while user code runs). Turning it off also discards a SIGINT tripped but
+   not yet delivered, so driver code that follows is never interrupted. */
+static PyObject *m_poll(PyObject *self, PyObject *on)
+{
+    (void)self;
+    _Py_execd_poll_enabled = PyObject_IsTrue(on) == 1;
+    if (!_Py_execd_poll_enabled)
+        (void)PyOS_InterruptOccurred();
+    Py_RETURN_NONE;
+}
+
+/* _fired(): whether the host's interrupt tripped during this cell. */
+static PyObject *m_fired(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(_Py_execd_interrupt_fired);
+}
+
+static PyMethodDef execd_methods[] = {
+    {"progress", (PyCFunction)(void (*)(void))m_progress, METH_VARARGS | METH_KEYWORDS,
+     "progress(done, total=None, message=None)\n--\n\n"
+     "Report progress of the running call to the client. total may be omitted\n"
+     "(unknown); progress(done, message) is accepted too."},
+    {"_poll", m_poll, METH_O, NULL},
+    {"_fired", m_fired, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef execd_module = {
+    PyModuleDef_HEAD_INIT, "execd",
+    "The sandbox's side of execd: progress reporting.", -1, execd_methods,
+};
+
+static PyObject *PyInit_execd(void) { return PyModule_Create(&execd_module); }
+
+/* ---- small byte buffer for the envelope --------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int failed;
+} buf_t;
+
+static void buf_put(buf_t *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        char *p;
+        while (cap < b->len + n)
+            cap *= 2;
+        p = realloc(b->p, cap); /* outside the Python heap cap */
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void buf_puts(buf_t *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+/* JSON string literal of the UTF-8 s[0:n]. */
+static void buf_json(buf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i, start = 0;
+    buf_put(b, "\"", 1);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc;
+        char u[7];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_put(b, s + start, i - start);
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            memcpy(u, "\\u00", 4);
+            u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
+            u[6] = 0;
+            esc = u;
+        }
+        buf_puts(b, esc);
+        start = i + 1;
+    }
+    buf_put(b, s + start, n - start);
+    buf_put(b, "\"", 1);
+}
+
+/* JSON string of the Python str o (lone surrogates escaped), or fallback. */
+static void buf_pystr(buf_t *b, PyObject *o, const char *fallback)
+{
+    PyObject *bytes = NULL;
+    if (o && PyUnicode_Check(o))
+        bytes = PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
+    if (!bytes) {
+        PyErr_Clear();
+        buf_json(b, fallback, strlen(fallback));
+        return;
+    }
+    buf_json(b, PyBytes_AS_STRING(bytes),
+             (size_t)utf8_cut(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), MAX_VALUE_BYTES));
+    Py_DECREF(bytes);
+}
+
+static const char oom_envelope[] =
+    "{\"status\":\"oom\",\"error\":{\"type\":\"MemoryError\",\"message\":\"out of memory\"}}";
+
+static char *finish(buf_t *b)
+{
+    uint32_t n;
+    if (b->failed) {
+        free(b->p);
+        b->p = malloc(4 + sizeof(oom_envelope));
+        if (!b->p)
+            return NULL;
+        n = sizeof(oom_envelope) - 1;
+        memcpy(b->p + 4, oom_envelope, n);
+    } else {
+        n = (uint32_t)(b->len - 4);
+    }
+    memcpy(b->p, &n, 4); /* wasm32 is little-endian */
+    return b->p;
+}
+
+/* Envelope for an exception that escaped driver.py itself (only out of
+   memory or an interrupt can). */
+static void put_escaped(buf_t *b)
+{
+    PyObject *type, *value, *tb;
+    const char *status = "error", *name = "SystemError";
+    PyErr_Fetch(&type, &value, &tb);
+    if (type && PyErr_GivenExceptionMatches(type, PyExc_MemoryError)) {
+        status = "oom";
+        name = "MemoryError";
+    } else if (type && PyErr_GivenExceptionMatches(type, PyExc_KeyboardInterrupt)) {
+        status = _Py_execd_interrupt_fired ? "interrupted" : "error";
+        name = "KeyboardInterrupt";
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    buf_puts(b, "{\"status\":\"");
+    buf_puts(b, status);
+    buf_puts(b, "\",\"error\":{\"type\":\"");
+    buf_puts(b, name);
+    buf_puts(b, "\",\"message\":\"the cell could not complete\"}}");
+}
+
+/* ---- exports ------------------------------------------------------------- */
+
+/* driver.py, made into a C string by build-python.sh. */
+#include "driver.h"
+
+static int start_driver(void)
+{
+    PyObject *code, *ns, *main_mod;
+    int ret = -1;
+    code = Py_CompileString(driver_py, "<execd>", Py_file_input);
+    if (!code)
+        return -1;
+    ns = PyDict_New();
+    main_mod = PyImport_AddModule("__main__"); /* borrowed */
+    if (ns && main_mod && PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        PyObject *r = PyEval_EvalCode(code, ns, ns);
+        if (r) {
+            Py_DECREF(r);
+            run_cell = PyDict_GetItemString(ns, "run_cell"); /* borrowed */
+            Py_XINCREF(run_cell);
+            if (run_cell)
+                ret = 0;
+        }
+    }
+    Py_XDECREF(ns);
+    Py_DECREF(code);
+    return ret;
+}
+
+/* execd_init(mem_limit): creates the interpreter. mem_limit is the byte cap
+   of the Python heap (0 = none). Returns 0 on success. */
+EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
+{
+    static int called;
+    PyPreConfig pre;
+    PyConfig config;
+    PyStatus st;
+
+    if (called)
+        return -1;
+    called = 1;
+    if (mem_limit)
+        heap_limit = cur_limit = mem_limit;
+    install_allocators();
+
+    PyPreConfig_InitIsolatedConfig(&pre);
+    pre.utf8_mode = 1;
+    st = Py_PreInitialize(&pre);
+    if (PyStatus_Exception(st))
+        return -2;
+
+    if (PyImport_AppendInittab("execd", PyInit_execd) < 0)
+        return -3;
+
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 1; /* SIGINT -> KeyboardInterrupt */
+    config.write_bytecode = 0;          /* the stdlib is read-only */
+    config.buffered_stdio = 0;          /* output reaches the host as written */
+    config.pathconfig_warnings = 0;
+    config.user_site_directory = 0;
+    config.module_search_paths_set = 1;
+    st = PyConfig_SetString(&config, &config.home, PYTHON_HOME);
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetString(&config, &config.program_name, L"python3");
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetString(&config, &config.stdio_encoding, L"utf-8");
+    if (!PyStatus_Exception(st))
+        st = PyConfig_SetString(&config, &config.stdio_errors, L"backslashreplace");
+    if (!PyStatus_Exception(st))
+        st = PyWideStringList_Append(&config.module_search_paths, PYTHON_LIB);
+    if (!PyStatus_Exception(st))
+        st = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(st)) {
+        if (st.err_msg)
+            fprintf(stderr, "execd: python init: %s\n", st.err_msg);
+        return -4;
+    }
+    if (start_driver() != 0) {
+        PyErr_Print();
+        return -5;
+    }
+    return 0;
+}
+
+/* execd_alloc(n): a buffer of n bytes plus one spare byte for a NUL. 0
+   when memory is exhausted. */
+EXPORT("execd_alloc") void *execd_alloc(uint32_t n)
+{
+    char *p = malloc((size_t)n + 1);
+    if (p)
+        p[n] = 0;
+    return p;
+}
+
+EXPORT("execd_free") void execd_free(void *p) { free(p); }
+
+/* execd_eval(code, len): evaluates one cell. code was returned by
+   execd_alloc(len) and is owned by the guest from now on. Returns a pointer
+   to a u32 length followed by that many bytes of JSON (see ABI.md), valid
+   until the next execd_eval; 0 only if even that could not be allocated.
+   driver.py's run_cell returns (status, value, error) with value a str or
+   None and error None or (type, message, stack). */
+EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
+{
+    PyObject *src, *r = NULL;
+    buf_t b = {0};
+
+    free(result_buf);
+    result_buf = NULL;
+    buf_put(&b, "\0\0\0\0", 4);
+    if (!run_cell) {
+        free(code);
+        buf_puts(&b, "{\"status\":\"error\",\"error\":{\"type\":\"SystemError\",\"message\":\"guest not initialised\"}}");
+        return result_buf = finish(&b);
+    }
+    _Py_execd_poll_enabled = 0;
+    _Py_execd_interrupt_fired = 0;
+    (void)PyOS_InterruptOccurred(); /* a stale trip from the last cell */
+    reset_limit();
+
+    src = PyUnicode_DecodeUTF8(code, len, "surrogateescape");
+    free(code);
+    if (src) {
+        r = PyObject_CallOneArg(run_cell, src);
+        Py_DECREF(src);
+    }
+    _Py_execd_poll_enabled = 0;
+    (void)PyOS_InterruptOccurred();
+
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
+        if (!r)
+            put_escaped(&b);
+        else
+            buf_puts(&b, "{\"status\":\"error\",\"error\":{\"type\":\"SystemError\",\"message\":\"bad driver result\"}}");
+    } else {
+        PyObject *status = PyTuple_GET_ITEM(r, 0), *value = PyTuple_GET_ITEM(r, 1),
+                 *err = PyTuple_GET_ITEM(r, 2);
+        buf_puts(&b, "{\"status\":");
+        buf_pystr(&b, status, "error");
+        if (value != Py_None) {
+            buf_puts(&b, ",\"value\":");
+            buf_pystr(&b, value, "[unprintable value]");
+        }
+        if (PyTuple_Check(err) && PyTuple_GET_SIZE(err) == 3) {
+            buf_puts(&b, ",\"error\":{\"type\":");
+            buf_pystr(&b, PyTuple_GET_ITEM(err, 0), "Exception");
+            buf_puts(&b, ",\"message\":");
+            buf_pystr(&b, PyTuple_GET_ITEM(err, 1), "");
+            buf_puts(&b, ",\"stack\":");
+            buf_pystr(&b, PyTuple_GET_ITEM(err, 2), "");
+            buf_puts(&b, "}");
+        }
+        buf_puts(&b, "}");
+    }
+    Py_XDECREF(r);
+    PyErr_Clear();
+    return result_buf = finish(&b);
+}
