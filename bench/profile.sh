@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# bench/profile.sh — CPU and heap profiles of execd under load.
+#
+# Builds bench/pprofd (execd's wiring plus /debug/pprof on a second port),
+# drives it with the load tool (8 clients, execute_code 1+1, ERA), takes a
+# CPU profile during the load, then creates IDLE idle workspaces and takes a
+# heap profile. Prints the top of each and keeps the profiles in OUT for
+# `go tool pprof -http=: OUT/pprofd OUT/cpu.pprof`.
+#
+# Knobs (environment): ERA (modern), SECONDS_CPU (15), IDLE (100), OUT.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ERA=${ERA:-modern}
+SECONDS_CPU=${SECONDS_CPU:-15}
+IDLE=${IDLE:-100}
+OUT=${OUT:-$(mktemp -d -t execd-profile.XXXXXX)}
+mkdir -p "$OUT"
+
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+make -s guests >&2
+go build -o "$OUT/pprofd" ./bench/pprofd
+go build -o "$OUT/load" ./bench/load
+LOAD=$OUT/load
+port=$("$LOAD" -free-port)
+pport=$("$LOAD" -free-port)
+rm -rf "$OUT/data"
+cat >"$OUT/execd.toml" <<EOF
+[server]
+listen = "127.0.0.1:$port"
+[workspace]
+data_dir = "$OUT/data"
+max_workspaces = 4096
+idle_ttl = "1h"
+max_disk_mib = 0
+EOF
+"$OUT/pprofd" -config "$OUT/execd.toml" -pprof "127.0.0.1:$pport" 2>"$OUT/pprofd.log" &
+PID=$!
+PIDS+=("$PID")
+for _ in $(seq 1 100); do
+	curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break
+	sleep 0.1
+done
+URL="http://127.0.0.1:$port/mcp"
+PPROF="http://127.0.0.1:$pport/debug/pprof"
+
+echo "== CPU: 8 clients, $ERA era, execute_code 1+1, ${SECONDS_CPU}s" >&2
+"$LOAD" -url "$URL" -era "$ERA" -clients 8 -duration "$((SECONDS_CPU + 4))s" >"$OUT/load.txt" &
+LPID=$!
+PIDS+=("$LPID")
+sleep 2
+curl -fsS -o "$OUT/cpu.pprof" "$PPROF/profile?seconds=$SECONDS_CPU"
+wait "$LPID"
+cat "$OUT/load.txt"
+
+echo "== heap: $IDLE idle workspaces" >&2
+"$LOAD" -url "$URL" -era "$ERA" -scenario idle -clients 2 -pid "$PID" -idle-steps "$IDLE" >"$OUT/idle.txt"
+cat "$OUT/idle.txt"
+curl -fsS -o "$OUT/heap.pprof" "$PPROF/heap?gc=1"
+
+echo
+echo "## CPU, flat (top 25)"
+go tool pprof -top -nodecount=25 "$OUT/pprofd" "$OUT/cpu.pprof" 2>/dev/null
+echo
+echo "## CPU, cumulative (top 40)"
+go tool pprof -top -cum -nodecount=40 "$OUT/pprofd" "$OUT/cpu.pprof" 2>/dev/null
+echo
+echo "## heap in use after $IDLE idle workspaces (top 20)"
+go tool pprof -sample_index=inuse_space -top -nodecount=20 "$OUT/pprofd" "$OUT/heap.pprof" 2>/dev/null
+echo
+echo "profiles: $OUT/cpu.pprof $OUT/heap.pprof (binary $OUT/pprofd)"
