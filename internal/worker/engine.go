@@ -250,6 +250,7 @@ func (e *Engine) instantiate(ctx context.Context, lang string, opts WorkerOption
 		WithStderr(inst.stderr).
 		WithSysWalltime().
 		WithSysNanotime().
+		WithSysNanosleep().
 		WithRandSource(cryptoRand{})
 	if opts.Dir != "" {
 		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(opts.Dir, "/workspace"))

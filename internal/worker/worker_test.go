@@ -127,6 +127,12 @@ func TestREPLSemantics(t *testing.T) {
 		{code: "await new Promise(() => {})", status: StatusError, value: "<nil>", errType: "Error", errSubstr: "never settled"},
 		{code: "Promise.resolve().then(() => console.log('job')); 1", status: StatusOK, value: "1", stdout: "job\n"},
 		{code: "console.log('before'); throw new Error('after')", status: StatusError, value: "<nil>", stdout: "before\n", errType: "Error", errSubstr: "after"},
+		{code: "await new Promise(r => setTimeout(r, 5)); 'slept'", status: StatusOK, value: `"slept"`},
+		{code: "setTimeout(() => console.log('later'), 1); 'now'", status: StatusOK, value: `"now"`, stdout: "later\n"},
+		{code: "let k = 0; const iv = setInterval(() => { if (++k == 3) clearInterval(iv) }, 1); await new Promise(r => setTimeout(r, 20)); k", status: StatusOK, value: "3"},
+		{code: "setTimeout(() => { throw new TypeError('in timer') }, 1); 1", status: StatusError, value: "<nil>", errType: "TypeError", errSubstr: "in timer"},
+		{code: "queueMicrotask(() => print('micro')); 2", status: StatusOK, value: "2", stdout: "micro\n"},
+		{code: "Promise.reject('nobody'); 5", status: StatusOK, value: "5", stderr: "Uncaught (in promise) \"nobody\"\n"},
 		{code: "typeof process + typeof require + typeof fetch", status: StatusOK, value: `"undefinedundefinedundefined"`},
 	}
 	for _, tc := range tests {
@@ -247,6 +253,16 @@ func TestSoftInterruptKeepsState(t *testing.T) {
 		r = mustRun(t, w, "kept + ' ' + (n > 0)", StatusOK)
 		if value(r) != `"yes true"` {
 			t.Errorf("strict=%v: state after interrupt = %s", strict, value(r))
+		}
+		// A timer that never ends is stopped, and does not outlive its cell.
+		r = runCancelledInLoop(t, w, "progress(1); globalThis.fired = 0; setInterval(() => fired++, 1)")
+		if r.Status != StatusInterrupted || r.Reset {
+			t.Fatalf("strict=%v: endless setInterval cancelled: %s", strict, describe(r))
+		}
+		mustRun(t, w, "fired = 0", StatusOK)
+		mustRun(t, w, "await new Promise(r => setTimeout(r, 20))", StatusOK)
+		if r := mustRun(t, w, "fired", StatusOK); value(r) != "0" {
+			t.Errorf("strict=%v: interval still firing after its cell was interrupted: %s", strict, value(r))
 		}
 		// An interrupt cannot be caught by the code.
 		r = runCancelledInLoop(t, w, "progress(1); let caught = false; try { for (;;) {} } catch (e) { caught = true; for (;;) {} }")

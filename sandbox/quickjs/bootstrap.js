@@ -157,7 +157,56 @@
     },
     count: (label = "default") => { const n = (counts.get(label) || 0) + 1; counts.set(label, n); out(label + ": " + n); },
   };
-  Object.defineProperty(global, "console", { value: console, writable: true, configurable: true });
-  Object.defineProperty(global, "print", { value: out, writable: true, configurable: true });
-  return { inspect };
+  // Timers. A cell runs until its promise jobs and its timers are done
+  // (guest.c sleeps until the next one is due), so
+  // `await new Promise(r => setTimeout(r, 100))` works; a setInterval that
+  // is never cleared runs until the run is interrupted.
+  const timers_ = new Map();
+  let nextId = 1;
+  function addTimer(fn, ms, args, repeat) {
+    if (typeof fn !== "function") throw new TypeError("callback must be a function");
+    ms = Math.max(0, Number(ms) || 0);
+    const id = nextId++;
+    timers_.set(id, { fn, args, ms, repeat, due: Date.now() + ms, seq: id });
+    return id;
+  }
+  function clearTimer(id) { timers_.delete(Number(id)); }
+  // ms until the next timer is due, or -1 if there is none.
+  function nextTimer() {
+    let min = Infinity;
+    for (const t of timers_.values()) min = Math.min(min, t.due);
+    return min === Infinity ? -1 : Math.max(0, min - Date.now());
+  }
+  // Runs the earliest due timer (one per call, so promise jobs it queues
+  // run before the next timer, as in browsers and Node).
+  function runTimer() {
+    const now = Date.now();
+    let best = null, bestId = 0;
+    for (const [id, t] of timers_) {
+      if (t.due <= now && (best === null || t.due < best.due || (t.due === best.due && t.seq < best.seq))) {
+        best = t;
+        bestId = id;
+      }
+    }
+    if (best === null) return;
+    if (best.repeat) {
+      best.due = now + Math.max(1, best.ms);
+      best.seq = nextId++;
+    } else {
+      timers_.delete(bestId);
+    }
+    best.fn(...best.args);
+  }
+  function clearTimers() { timers_.clear(); }
+
+  const define = (name, value) =>
+    Object.defineProperty(global, name, { value, writable: true, configurable: true });
+  define("console", console);
+  define("print", out);
+  define("setTimeout", (fn, ms, ...args) => addTimer(fn, ms, args, false));
+  define("setInterval", (fn, ms, ...args) => addTimer(fn, ms, args, true));
+  define("clearTimeout", clearTimer);
+  define("clearInterval", clearTimer);
+  define("queueMicrotask", (fn) => { Promise.resolve().then(() => fn()); });
+  return { inspect, nextTimer, runTimer, clearTimers };
 })

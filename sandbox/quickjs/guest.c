@@ -449,6 +449,9 @@ static const JSCFunctionListEntry fs_funcs[] = {
     JS_CFUNC_MAGIC_DEF("rmdir", 1, js_fs_path_op, 3),
 };
 
+static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst reason,
+                              JS_BOOL is_handled, void *opaque);
+
 /* ---- bootstrap ----------------------------------------------------------- */
 
 /* bootstrap.js, made into a C string by build.sh. */
@@ -499,6 +502,7 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
         heap_limit = cur_limit = mem_limit;
     JS_SetMaxStackSize(rt, JS_STACK_LIMIT);
     JS_SetInterruptHandler(rt, interrupt_handler, NULL);
+    JS_SetHostPromiseRejectionTracker(rt, rejection_tracker, NULL);
     ctx = JS_NewContext(rt);
     if (!ctx)
         return -3;
@@ -613,19 +617,135 @@ static int is_oom(JSValueConst exc)
     return r;
 }
 
-/* Runs queued promise jobs until none is left. On an uncaught exception in
-   a job (only an interrupt or out of memory escape a promise job) it stores
-   it in *exc and returns -1. */
-static int drain_jobs(JSValue *exc)
+/* Promises rejected with no handler during a cell, reported on stderr as
+   "Uncaught (in promise)" when the cell ends (as browsers and Node do). */
+#define MAX_REJECTIONS 16
+static struct {
+    JSValue promise, reason;
+} rejections[MAX_REJECTIONS];
+static int n_rejections, lost_rejections;
+
+static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst reason,
+                              JS_BOOL is_handled, void *opaque)
+{
+    int i;
+    (void)opaque;
+    if (is_handled) {
+        for (i = 0; i < n_rejections; i++) {
+            if (JS_VALUE_GET_PTR(rejections[i].promise) == JS_VALUE_GET_PTR(promise)) {
+                JS_FreeValue(c, rejections[i].promise);
+                JS_FreeValue(c, rejections[i].reason);
+                rejections[i] = rejections[--n_rejections];
+                return;
+            }
+        }
+        return;
+    }
+    if (n_rejections == MAX_REJECTIONS) {
+        lost_rejections++;
+        return;
+    }
+    rejections[n_rejections].promise = JS_DupValue(c, promise);
+    rejections[n_rejections].reason = JS_DupValue(c, reason);
+    n_rejections++;
+}
+
+/* Reports and forgets the tracked rejections, except the cell's own
+   promise (its rejection is the cell's error). */
+static void report_rejections(JSValueConst cell)
+{
+    int i;
+    char more[64];
+    for (i = 0; i < n_rejections; i++) {
+        if (JS_VALUE_GET_PTR(rejections[i].promise) != JS_VALUE_GET_PTR(cell)) {
+            size_t n = 0;
+            const char *s = inspect(rejections[i].reason, &n);
+            write_all(2, "Uncaught (in promise) ", 22);
+            if (s) {
+                write_all(2, s, n);
+                JS_FreeCString(ctx, s);
+            }
+            write_all(2, "\n", 1);
+        }
+        JS_FreeValue(ctx, rejections[i].promise);
+        JS_FreeValue(ctx, rejections[i].reason);
+    }
+    n_rejections = 0;
+    if (lost_rejections) {
+        int k = snprintf(more, sizeof(more), "... and %d more unhandled rejections\n", lost_rejections);
+        write_all(2, more, (size_t)k);
+        lost_rejections = 0;
+    }
+}
+
+/* Calls helpers[name](); returns its result (JS_EXCEPTION on error). */
+static JSValue call_helper(const char *name)
+{
+    JSValue fn = JS_GetPropertyStr(ctx, helpers, name), r;
+    if (JS_IsException(fn))
+        return fn;
+    r = JS_Call(ctx, fn, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, fn);
+    return r;
+}
+
+/* Sleeps ms milliseconds in slices, polling the host's interrupt.
+   Returns -1 if interrupted. */
+static int sleep_ms(double ms)
+{
+    while (ms > 0) {
+        double slice = ms < 10 ? ms : 10;
+        struct timespec ts = {0, (long)(slice * 1e6)};
+        if (host_interrupted()) {
+            interrupt_fired = 1;
+            return -1;
+        }
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+    if (host_interrupted()) {
+        interrupt_fired = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs the event loop of a cell: queued promise jobs, then timers (sleeping
+   until each is due), until there is nothing left. On an uncaught exception
+   (in a job only an interrupt or out of memory escape; a timer callback may
+   throw anything) it stores it in *exc and returns -1. */
+static int run_loop(JSValue *exc)
 {
     JSContext *c;
     for (;;) {
         int r = JS_ExecutePendingJob(rt, &c);
-        if (r == 0)
-            return 0;
         if (r < 0) {
             *exc = JS_GetException(c);
             return -1;
+        }
+        if (r > 0)
+            continue;
+        {
+            JSValue v = call_helper("nextTimer");
+            double wait;
+            if (JS_IsException(v)) {
+                *exc = JS_GetException(ctx);
+                return -1;
+            }
+            if (JS_ToFloat64(ctx, &wait, v) || wait < 0)
+                return 0;
+            if (sleep_ms(wait) < 0) {
+                *exc = JS_NewError(ctx);
+                JS_DefinePropertyValueStr(ctx, *exc, "name", JS_NewString(ctx, "InternalError"), JS_PROP_C_W_E);
+                JS_DefinePropertyValueStr(ctx, *exc, "message", JS_NewString(ctx, "interrupted"), JS_PROP_C_W_E);
+                return -1;
+            }
+            v = call_helper("runTimer");
+            if (JS_IsException(v)) {
+                *exc = JS_GetException(ctx);
+                return -1;
+            }
+            JS_FreeValue(ctx, v);
         }
     }
 }
@@ -683,7 +803,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     } else {
         /* top-level await: ret is a promise of {value}; run jobs until it
            settles. Jobs queued by the cell run even when it settles first. */
-        if (drain_jobs(&exc) < 0) {
+        if (run_loop(&exc) < 0) {
             failed = 1;
         } else {
             state = JS_PromiseState(ctx, ret);
@@ -702,24 +822,29 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
             } else if (state == JS_PROMISE_PENDING) {
                 exc = JS_NewError(ctx);
                 JS_DefinePropertyValueStr(ctx, exc, "message",
-                    JS_NewString(ctx, "top-level await never settled: nothing left to run (no timers or I/O in this sandbox)"),
+                    JS_NewString(ctx, "top-level await never settled: no promise job or timer left to run"),
                     JS_PROP_C_W_E);
                 failed = 1;
             }
         }
+        report_rejections(ret);
         JS_FreeValue(ctx, ret);
     }
 
     if (failed) {
-        if (interrupt_fired) {
+        if (interrupt_fired)
             status = "interrupted";
-            JS_DiscardPendingJobs(rt);
-        } else if (is_oom(exc)) {
+        else if (is_oom(exc))
             status = "oom";
-            JS_DiscardPendingJobs(rt);
-        } else {
+        else
             status = "error";
-        }
+        /* A failed cell leaves nothing behind to run later: no queued job,
+           no timer (an interval would otherwise fire in every later cell). */
+        JS_DiscardPendingJobs(rt);
+        interrupt_fired = 0;
+        JS_FreeValue(ctx, call_helper("clearTimers"));
+        if (JS_HasException(ctx))
+            JS_FreeValue(ctx, JS_GetException(ctx));
         /* An uncatchable interrupt must not poison the next cell. */
         JS_SetUncatchableError(ctx, exc, 0);
     }

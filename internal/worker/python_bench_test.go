@@ -1,0 +1,205 @@
+package worker
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Python guest figures. Every one runs with -benchtime=1x in CI; real
+// figures: go test -run '^$' -bench Python -count 5 ./internal/worker/
+
+const pyFib = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)"
+
+var (
+	pyBenchMu      sync.Mutex
+	pyBenchEngines = map[bool]*Engine{}
+)
+
+// pyBenchEngine: one engine per strict mode for the Python benchmarks
+// (compiling the guest is the slow part). Never closed: the process ends.
+func pyBenchEngine(b *testing.B, strict bool) *Engine {
+	b.Helper()
+	pyBenchMu.Lock()
+	defer pyBenchMu.Unlock()
+	e, ok := pyBenchEngines[strict]
+	if !ok {
+		var err error
+		e, err = NewEngine(context.Background(), Config{StrictTermination: strict}, nil)
+		if err != nil {
+			b.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
+		}
+		pyBenchEngines[strict] = e
+	}
+	if !contains(e.Languages(), "python") {
+		b.Fatalf("python guest not built (languages: %v): run make guests", e.Languages())
+	}
+	return e
+}
+
+func pyModes(b *testing.B, f func(b *testing.B, strict bool)) {
+	for _, strict := range []bool{true, false} {
+		name := "strict=off"
+		if strict {
+			name = "strict=on"
+		}
+		b.Run(name, func(b *testing.B) { f(b, strict) })
+	}
+}
+
+// pyCancelOnProgress cancels the run at its first progress call.
+type pyCancelOnProgress struct {
+	at     time.Time
+	cancel context.CancelFunc
+}
+
+func (p *pyCancelOnProgress) Progress(float64, float64, string) {
+	if p.at.IsZero() {
+		p.at = time.Now()
+		p.cancel()
+	}
+}
+
+func pyRSSKiB(b *testing.B) int {
+	b.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatalf("rss: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			v, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return v
+		}
+	}
+	b.Fatal("rss: no VmRSS in /proc/self/status")
+	return 0
+}
+
+// BenchmarkPythonNewWorker: a new workspace's interpreter, from instantiate
+// to the first cell's result.
+func BenchmarkPythonNewWorker(b *testing.B) {
+	pyModes(b, func(b *testing.B, strict bool) {
+		e := pyBenchEngine(b, strict)
+		for b.Loop() {
+			w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
+				b.Fatal(pyDescribe(r))
+			}
+			w.Close()
+		}
+	})
+}
+
+func pyBenchRun(b *testing.B, strict bool, setup, code string) {
+	w, err := pyBenchEngine(b, strict).NewWorker(context.Background(), "python", WorkerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	if setup != "" {
+		if r := w.Run(context.Background(), setup, nil); r.Status != StatusOK {
+			b.Fatal(pyDescribe(r))
+		}
+	}
+	for b.Loop() {
+		if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
+			b.Fatal(pyDescribe(r))
+		}
+	}
+}
+
+func BenchmarkPythonRoundTrip(b *testing.B) {
+	pyModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, "", "1+1") })
+}
+
+// BenchmarkPythonFib25 runs fib(25) in the guest; the native sub-benchmark
+// times the same function in the machine's python3.11 in the same run (it
+// fails when python3.11 is missing).
+func BenchmarkPythonFib25(b *testing.B) {
+	pyModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, pyFib, "fib(25)") })
+	b.Run("native", func(b *testing.B) {
+		script := pyFib + `
+import time
+t = time.perf_counter()
+fib(25)
+print(time.perf_counter() - t)`
+		var total time.Duration
+		for b.Loop() {
+			out, err := exec.Command("python3.11", "-c", script).Output()
+			if err != nil {
+				b.Fatalf("python3.11: %v", err)
+			}
+			sec, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+			if err != nil {
+				b.Fatalf("python3.11 output %q: %v", out, err)
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/fib25")
+	})
+}
+
+// BenchmarkPythonSoftInterrupt: from the cancel of a run spinning in
+// `while True: pass` to Run returning with its state kept.
+func BenchmarkPythonSoftInterrupt(b *testing.B) {
+	pyModes(b, func(b *testing.B, strict bool) {
+		w, err := pyBenchEngine(b, strict).NewWorker(context.Background(), "python", WorkerOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		var total time.Duration
+		for b.Loop() {
+			ctx, cancel := context.WithCancel(context.Background())
+			rec := &pyCancelOnProgress{cancel: cancel}
+			r := w.Run(ctx, "from execd import progress\nprogress(1)\nwhile True: pass", rec)
+			total += time.Since(rec.at)
+			cancel()
+			if r.Status != StatusInterrupted || r.Reset {
+				b.Fatal(pyDescribe(r))
+			}
+		}
+		b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/interrupt")
+	})
+}
+
+// BenchmarkPythonIdleWorkerRSS: resident memory added per idle worker that
+// has run one cell (several workers, averaged).
+func BenchmarkPythonIdleWorkerRSS(b *testing.B) {
+	pyModes(b, func(b *testing.B, strict bool) {
+		e := pyBenchEngine(b, strict)
+		const n = 8
+		var perWorker float64
+		for b.Loop() {
+			runtime.GC()
+			before := pyRSSKiB(b)
+			ws := make([]*Worker, 0, n)
+			for range n {
+				w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r := w.Run(context.Background(), "x = [i for i in range(1000)]", nil); r.Status != StatusOK {
+					b.Fatal(pyDescribe(r))
+				}
+				ws = append(ws, w)
+			}
+			runtime.GC()
+			perWorker = float64(pyRSSKiB(b)-before) / n / 1024
+			for _, w := range ws {
+				w.Close()
+			}
+		}
+		b.ReportMetric(perWorker, "MiB/worker")
+	})
+}
