@@ -145,6 +145,12 @@ func (e *Engine) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// A guest whose read-only files (Python: its standard library)
+		// are missing is half built: leave the language out.
+		if _, _, err := sandbox.Files(lang); err != nil {
+			e.log.Warn("guest skipped", zap.String("language", lang), zap.Error(err))
+			continue
+		}
 		start := time.Now()
 		cm, err := e.rt.CompileModule(ctx, bin)
 		if err != nil {
@@ -252,9 +258,17 @@ func (e *Engine) instantiate(ctx context.Context, lang string, opts WorkerOption
 		WithSysNanotime().
 		WithSysNanosleep().
 		WithRandSource(cryptoRand{})
+	fsc := wazero.NewFSConfig()
 	if opts.Dir != "" {
-		mc = mc.WithFSConfig(wazero.NewFSConfig().WithDirMount(opts.Dir, "/workspace"))
+		fsc = fsc.WithDirMount(opts.Dir, "/workspace")
 	}
+	// The guest's own read-only files, e.g. Python's standard library.
+	if files, at, err := sandbox.Files(lang); err != nil {
+		return nil, err
+	} else if files != nil {
+		fsc = fsc.WithFSMount(files, at)
+	}
+	mc = mc.WithFSConfig(fsc)
 	// The init call must not be hard-killed by a cancelled request context
 	// half way: an interrupted init leaves nothing usable anyway.
 	ictx := context.WithValue(context.WithoutCancel(ctx), runKey{}, &runState{})
