@@ -50,6 +50,7 @@ type Server struct {
 	AllowedOrigins    []string `toml:"allowed_origins"`
 	AuthTokensFile    string   `toml:"auth_tokens_file"`
 	MaxBodyBytes      int64    `toml:"max_body_bytes"`
+	MaxStreams        int      `toml:"max_streams_per_principal"`
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
 	ShutdownGrace     Duration `toml:"shutdown_grace"`
@@ -100,6 +101,7 @@ func Default() Config {
 			Path:              "/mcp",
 			AllowedOrigins:    []string{},
 			MaxBodyBytes:      4 << 20,
+			MaxStreams:        64,
 			ReadHeaderTimeout: Duration{10 * time.Second},
 			ReadTimeout:       Duration{30 * time.Second},
 			ShutdownGrace:     Duration{10 * time.Second},
@@ -200,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MaxBodyBytes < 1024 {
 		bad("server.max_body_bytes", "must be at least 1024, got %d", c.Server.MaxBodyBytes)
+	}
+	if c.Server.MaxStreams < 0 {
+		bad("server.max_streams_per_principal", "must not be negative (0 = unlimited), got %d", c.Server.MaxStreams)
 	}
 	nonNeg := func(key string, d Duration) {
 		if d.Duration < 0 {

@@ -338,3 +338,76 @@ func TestStdioCancelSendsNothing(t *testing.T) {
 		t.Fatalf("after EOF: %s", l)
 	}
 }
+
+func TestStreamCapPerPrincipal(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 2)}
+	cfg := testConfig()
+	cfg.Server.MaxStreams = 2
+	_, ts := newHTTP(t, cfg, ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := 1; i <= 2; i++ {
+		r := c.post(ctx, `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+		defer r.Body.Close()
+		<-ex.started
+	}
+	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(b), "max_streams_per_principal") {
+		t.Fatalf("third open request: %d %s", r.StatusCode, b)
+	}
+	for _, id := range []string{"1", "2"} {
+		c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`, nil).Body.Close()
+	}
+}
+
+// slowReader sends its first byte, then stalls until closed.
+type slowReader struct {
+	sent bool
+	stop chan struct{}
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if !s.sent {
+		s.sent = true
+		p[0] = '{'
+		return 1, nil
+	}
+	<-s.stop
+	return 0, io.EOF
+}
+
+func TestSlowBodyIsCutOff(t *testing.T) {
+	cfg := testConfig()
+	cfg.Server.ReadTimeout = config.Duration{Duration: 200 * time.Millisecond}
+	_, ts := newHTTP(t, cfg, &fakeExec{})
+	body := &slowReader{stop: make(chan struct{})}
+	defer close(body.stop)
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.ContentLength = 1000
+	done := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- resp
+	}()
+	select {
+	case resp := <-done:
+		if resp != nil {
+			resp.Body.Close()
+			if resp.StatusCode < 400 {
+				t.Fatalf("slow body answered %d", resp.StatusCode)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a stalled body held the request open")
+	}
+}

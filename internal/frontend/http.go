@@ -153,6 +153,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		release, ok := s.openStream(principal)
+		if !ok {
+			s.tooMany(w, jsonrpc.NullID)
+			return
+		}
+		defer release()
 		s.serveGetStream(w, r, sess)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -205,7 +211,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal str
 		_ = rc.SetReadDeadline(time.Now().Add(d))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.Server.MaxBodyBytes))
-	_ = rc.SetReadDeadline(time.Time{})
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	} else {
+		// The rest of the body is not worth waiting for: answer and close.
+		w.Header().Set("Connection", "close")
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -235,8 +246,24 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal str
 		writeJSONError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
+	// Requests count against the principal's cap; notifications and
+	// responses never do, so a cancel always gets through.
+	if msg.IsRequest() {
+		release, ok := s.openStream(principal)
+		if !ok {
+			s.tooMany(w, msg.ID)
+			return
+		}
+		defer release()
+	}
 	h := &httpReq{s: s, w: w, r: r, principal: principal, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
 	h.handle(msg)
+}
+
+func (s *Server) tooMany(w http.ResponseWriter, id jsonrpc.ID) {
+	w.Header().Set("Retry-After", "1")
+	writeJSONError(w, http.StatusTooManyRequests, id, jsonrpc.Errorf(jsonrpc.CodeServerPolicy,
+		"Too Many Requests: at most %d requests and streams may be open at once (server.max_streams_per_principal)", s.cfg.Server.MaxStreams))
 }
 
 // httpReq is one POST being served.
@@ -592,10 +619,18 @@ func (h *httpReq) run(c *call, m method, cancelOnClose bool, scope string) {
 }
 
 func (s *Server) logCall(c *call, start time.Time, status string) {
-	s.log.Info("request",
+	c.mu.Lock()
+	ws := c.workspace
+	c.mu.Unlock()
+	fields := []zap.Field{
 		zap.String("id", c.id.String()), zap.String("method", c.method), zap.String("era", c.era.String()),
 		zap.String("transport", c.transport), zap.String("principal", c.principal),
-		zap.String("status", status), zap.Duration("duration", time.Since(start)))
+		zap.String("status", status), zap.Duration("duration", time.Since(start)),
+	}
+	if ws != "" {
+		fields = append(fields, zap.String("workspace", ws))
+	}
+	s.log.Info("request", fields...)
 }
 
 // jsonOnly is the outbound of a JSON response: it carries no notifications.

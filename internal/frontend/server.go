@@ -91,6 +91,9 @@ type Server struct {
 
 	tableOnce sync.Once
 	table     map[string]method
+
+	streamsMu sync.Mutex
+	streams   map[string]int // open HTTP requests per principal
 }
 
 // features are the optional method families a build declares. Production
@@ -127,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		runCtx:    ctx,
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),
+		streams:   make(map[string]int),
 	}
 	s.tools = newToolSet(s)
 	registerFixtures(s)
@@ -196,7 +200,8 @@ type call struct {
 	logMin    int // least severe level sent as notifications/message; -1 none
 
 	mu        sync.Mutex
-	responded bool // after the response, nothing more is sent
+	responded bool   // after the response, nothing more is sent
+	workspace string // for the request log line, once known
 }
 
 // notify sends a notification on the call's stream unless it has answered.
@@ -463,4 +468,23 @@ func (s *Server) askClient(ctx context.Context, c *call, method string, params a
 		}
 		return m.Result, nil
 	}
+}
+
+// openStream counts one more open HTTP request for principal; it fails
+// when the principal is at server.max_streams_per_principal.
+func (s *Server) openStream(principal string) (release func(), ok bool) {
+	limit := s.cfg.Server.MaxStreams
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if limit > 0 && s.streams[principal] >= limit {
+		return nil, false
+	}
+	s.streams[principal]++
+	return func() {
+		s.streamsMu.Lock()
+		if s.streams[principal]--; s.streams[principal] <= 0 {
+			delete(s.streams, principal)
+		}
+		s.streamsMu.Unlock()
+	}, true
 }

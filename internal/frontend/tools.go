@@ -289,6 +289,9 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 	}
 	rep.Flush()
 	rep.Stop()
+	c.mu.Lock()
+	c.workspace = out.Workspace
+	c.mu.Unlock()
 	r := out.Result
 	o := execOutput{
 		Status:     string(r.Status),
