@@ -577,10 +577,12 @@ func runIdle(o options) (summary, error) {
 	s.Errors = errs
 	s.ErrorCount = sum(errs)
 	s.RSSKiB = s.RSSSteps[strconv.Itoa(created)]
-	if len(steps) >= 2 {
-		a, b := steps[len(steps)-2], steps[len(steps)-1]
-		s.RSSPerWorkspaceKiB = float64(s.RSSSteps[strconv.Itoa(b)]-s.RSSSteps[strconv.Itoa(a)]) / float64(b-a)
-	}
+	// Per workspace: the growth over the last step (from 0 when there is
+	// only one), so that the first workspace's one-off costs are left out
+	// when there are more steps.
+	all := append([]int{0}, steps...)
+	a, b := all[len(all)-2], all[len(all)-1]
+	s.RSSPerWorkspaceKiB = float64(s.RSSSteps[strconv.Itoa(b)]-s.RSSSteps[strconv.Itoa(a)]) / float64(b-a)
 	return s, nil
 }
 
