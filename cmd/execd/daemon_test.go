@@ -51,12 +51,20 @@ type daemon struct {
 
 var urlRE = regexp.MustCompile(`"url": "(http://[^"]+)"`)
 
-// startDaemon runs execd with the given TOML (a data_dir is added) and waits
-// until it listens.
-func startDaemon(t *testing.T, dataDir, extraTOML string) *daemon {
+// startDaemon runs execd and waits until it listens. serverTOML is added to
+// the [server] table; moreTOML (other tables, but not [workspace]) after it;
+// workspaceTOML to the [workspace] table, which gets data_dir.
+func startDaemon(t *testing.T, dataDir, serverTOML string, more ...string) *daemon {
 	t.Helper()
+	moreTOML, workspaceTOML := "", ""
+	if len(more) > 0 {
+		moreTOML = more[0]
+	}
+	if len(more) > 1 {
+		workspaceTOML = more[1]
+	}
 	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
-	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\n%s\n[workspace]\ndata_dir = %q\n", extraTOML, dataDir)
+	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n%s\n", serverTOML, moreTOML, dataDir, workspaceTOML)
 	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +332,7 @@ func TestGuestCannotLeaveItsDirectory(t *testing.T) {
 }
 
 func TestShutdownAnswersEveryRunningCall(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), "shutdown_grace = \"500ms\"\n[limits]\nmax_concurrent_runs = 4")
+	d := startDaemon(t, t.TempDir(), `shutdown_grace = "500ms"`, "[limits]\nmax_concurrent_runs = 4")
 	const n = 20
 	var wg sync.WaitGroup
 	answers := make(chan string, n)
@@ -355,4 +363,25 @@ func TestShutdownAnswersEveryRunningCall(t *testing.T) {
 			t.Error(a)
 		}
 	}
+}
+
+func TestDiskQuota(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "", "", "max_disk_mib = 1")
+	c := &mcp{t: t, url: d.url, modern: true}
+	sc, isErr := c.run("q", `let big = "x".repeat(1 << 20); let n = 0; let err = "";
+try { for (let i = 0; i < 4; i++) { fs.writeFile("/workspace/f" + i, big); n++ } } catch (e) { err = String(e) }
+n + " " + err`)
+	if isErr {
+		t.Fatalf("%v", sc)
+	}
+	r, _ := sc["result"].(string)
+	if !strings.HasPrefix(r, `"0 `) && !strings.HasPrefix(r, `"1 `) || !strings.Contains(r, "rror") {
+		t.Fatalf("4 MiB of writes under a 1 MiB quota: %v", sc)
+	}
+	// The workspace keeps working, and small writes within the quota after a delete succeed.
+	sc, isErr = c.run("q", `for (const f of fs.readdir("/workspace")) fs.unlink("/workspace/" + f); fs.writeFile("/workspace/small", "ok"); fs.readFile("/workspace/small")`)
+	if isErr || sc["result"] != `"ok"` {
+		t.Fatalf("after the quota error: %v", sc)
+	}
+	d.stop()
 }

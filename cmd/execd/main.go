@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tetratelabs/wazero/experimental/sys"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -188,6 +189,12 @@ func (f engineFactory) Languages() []string { return f.e.Languages() }
 
 func (f engineFactory) NewRunner(ctx context.Context, lang, dir string) (workspace.Runner, error) {
 	return f.e.NewWorker(ctx, lang, worker.WorkerOptions{Dir: dir})
+}
+
+// NewRunnerFS mounts the workspace's confined, quota-enforcing file system
+// (workspace.FSFactory), which the registry prefers over NewRunner.
+func (f engineFactory) NewRunnerFS(ctx context.Context, lang string, fsys sys.FS) (workspace.Runner, error) {
+	return f.e.NewWorker(ctx, lang, worker.WorkerOptions{FS: fsys})
 }
 
 func newLogger(c config.Log) (*zap.Logger, error) {

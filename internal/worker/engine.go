@@ -10,6 +10,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.uber.org/zap"
 
@@ -187,6 +189,9 @@ type WorkerOptions struct {
 	// Dir is a host directory mounted read-write at /workspace in the
 	// guest; "" mounts nothing.
 	Dir string
+	// FS, when set, is mounted read-write at /workspace instead of Dir: the
+	// workspace registry passes its confined, quota-enforcing file system.
+	FS experimentalsys.FS
 }
 
 // ErrUnknownLanguage is matched by NewWorker's error for a language the
@@ -259,7 +264,10 @@ func (e *Engine) instantiate(ctx context.Context, lang string, opts WorkerOption
 		WithSysNanosleep().
 		WithRandSource(cryptoRand{})
 	fsc := wazero.NewFSConfig()
-	if opts.Dir != "" {
+	switch {
+	case opts.FS != nil:
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(opts.FS, "/workspace")
+	case opts.Dir != "":
 		fsc = fsc.WithDirMount(opts.Dir, "/workspace")
 	}
 	// The guest's own read-only files, e.g. Python's standard library.
