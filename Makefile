@@ -21,7 +21,7 @@ run: build
 	./bin/execd $(ARGS)
 
 ## test: everything CI runs.
-test: guests lint unit bench e2e
+test: guests lint unit bench fuzz e2e
 
 lint:
 	@out=$$(gofmt -l cmd internal sandbox bench 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -37,6 +37,18 @@ bench:
 
 e2e:
 	bash test/e2e/run.sh
+
+## fuzz: every fuzz target for FUZZTIME (seed corpora always run in unit).
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode ./internal/frontend:FuzzHTTP ./internal/frontend:FuzzMeta \
+	./internal/frontend:FuzzDecodeHeaderValue ./internal/config:FuzzParse
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$out" | grep -E 'execs:' | tail -1; \
+	done
 
 clean:
 	rm -rf bin
