@@ -385,3 +385,42 @@ n + " " + err`)
 	}
 	d.stop()
 }
+
+func TestAuthTokensReloadOnSIGHUP(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("alice old-token-0123456789\n"), 0o600)
+	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens))
+	status := func(token string) int {
+		req, _ := http.NewRequest(http.MethodPost, d.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/list")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := status("old-token-0123456789"); s != 200 {
+		t.Fatalf("old token before reload: %d", s)
+	}
+	os.WriteFile(tokens, []byte("alice new-token-0123456789\n"), 0o600)
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for status("new-token-0123456789") != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("new token refused after SIGHUP\n%s", d.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := status("old-token-0123456789"); s != 401 {
+		t.Fatalf("old token after reload: %d", s)
+	}
+	d.stop()
+	if logs := d.logs(); strings.Contains(logs, "token-0123456789") {
+		t.Fatalf("a token appears in the logs:\n%s", logs)
+	}
+}
