@@ -19,7 +19,7 @@ func (s *benchCountSink) Progress(float64, float64, string) { s.n.Add(1) }
 // BenchmarkGuestProgressCall measures the guest side of a progress frame:
 // one JavaScript progress(done, total, message) call through the guest ABI
 // to the run's ProgressSink, in a warm worker. Each op runs a cell that
-// calls progress() 1,000 times, and the same loop without the call; the
+// calls progress() 20,000 times, and the same loop without the call; the
 // difference per call is reported as ns/progress. Together with the front
 // end's BenchmarkProgressFrameLatency (sink → bytes on the socket) it makes
 // up "guest progress() → bytes on the socket". The worker's own benchmarks
@@ -39,7 +39,7 @@ func BenchmarkGuestProgressCall(b *testing.B) {
 	}
 	defer w.Close()
 
-	const calls = 1000
+	const calls = 20000
 	with := fmt.Sprintf(`for (let i = 0; i < %d; i++) progress(i, %d, "rows"); 0`, calls, calls)
 	without := fmt.Sprintf(`{ let s = 0; for (let i = 0; i < %d; i++) s += i; s }`, calls)
 	sink := &benchCountSink{}
