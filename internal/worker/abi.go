@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,6 +22,10 @@ const (
 	exportFree  = "execd_free"
 	exportEval  = "execd_eval"
 )
+
+// freshEvalAfter: after an eval call longer than this, the instance takes a
+// fresh api.Function for the next one (see evalCall).
+const freshEvalAfter = 2 * time.Millisecond
 
 // runKey is the context key under which a call's runState travels to the
 // host functions.
@@ -109,9 +114,13 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if !mem.WriteString(ptr, code) {
 		return nil, fmt.Errorf("%s returned a bad pointer", exportAlloc)
 	}
-	// A fresh api.Function per call: wazero keeps the native stack a call
-	// grew (deep recursion: tens of MB) with the function value.
-	r, err = i.mod.ExportedFunction(exportEval).Call(ctx, uint64(ptr), uint64(n))
+	start := time.Now()
+	r, err = i.eval.Call(ctx, uint64(ptr), uint64(n))
+	if time.Since(start) > freshEvalAfter {
+		// wazero keeps the native stack a call grew (deep recursion: tens
+		// of MB) with the function value; a long call may have grown it.
+		i.eval = i.mod.ExportedFunction(exportEval)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -248,7 +248,7 @@ func (e *Engine) Close(ctx context.Context) error {
 // instance is one module instance of a guest, with its exports resolved.
 type instance struct {
 	mod            api.Module
-	alloc          api.Function
+	alloc, eval    api.Function
 	stdout, stderr *stream
 }
 
@@ -287,6 +287,7 @@ func (e *Engine) instantiate(ctx context.Context, lang string, opts WorkerOption
 	}
 	inst.mod = mod
 	inst.alloc = mod.ExportedFunction(exportAlloc)
+	inst.eval = mod.ExportedFunction(exportEval)
 	rc, err := mod.ExportedFunction(exportInit).Call(ictx, uint64(e.cfg.heapLimit()))
 	if err == nil && int32(rc[0]) != 0 {
 		err = fmt.Errorf("%s returned %d", exportInit, int32(rc[0]))

@@ -7,13 +7,16 @@ import (
 )
 
 // boundedBuffer keeps at most limit bytes of a stream: its first half and a
-// ring of its last half. A flood of any size costs limit bytes of memory.
+// ring of its last half. A flood of any size costs limit bytes of memory;
+// a quiet stream costs nothing (the ring is allocated on first use).
 type boundedBuffer struct {
-	head  []byte // the first headCap bytes
-	ring  []byte // the last len(ring) bytes after head, circular
-	rpos  int    // next write position in ring
-	rlen  int64  // bytes ever written to ring
-	total int64
+	headCap int
+	ringCap int
+	head    []byte // the first headCap bytes
+	ring    []byte // the last ringCap bytes after head, circular
+	rpos    int    // next write position in ring
+	rlen    int64  // bytes ever written to ring
+	total   int64
 }
 
 func newBoundedBuffer(limit int) *boundedBuffer {
@@ -21,19 +24,22 @@ func newBoundedBuffer(limit int) *boundedBuffer {
 		limit = 2
 	}
 	h := limit / 2
-	return &boundedBuffer{head: make([]byte, 0, h), ring: make([]byte, limit-h)}
+	return &boundedBuffer{headCap: h, ringCap: limit - h}
 }
 
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	b.total += int64(n)
-	if room := cap(b.head) - len(b.head); room > 0 {
+	if room := b.headCap - len(b.head); room > 0 {
 		k := min(room, len(p))
 		b.head = append(b.head, p[:k]...)
 		p = p[k:]
 	}
 	if len(p) == 0 {
 		return n, nil
+	}
+	if b.ring == nil {
+		b.ring = make([]byte, b.ringCap)
 	}
 	b.rlen += int64(len(p))
 	if len(p) >= len(b.ring) {
@@ -49,7 +55,7 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 
 // Truncated reports that bytes were dropped.
 func (b *boundedBuffer) Truncated() bool {
-	return b.rlen > int64(len(b.ring))
+	return b.rlen > int64(b.ringCap)
 }
 
 // String is the kept text; when bytes were dropped, a marker between head

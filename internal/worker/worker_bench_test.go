@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,7 +121,7 @@ func BenchmarkIdleWorkerRSS(b *testing.B) {
 		e := testEngine(b, strict)
 		const n = 20
 		for b.Loop() {
-			runtime.GC()
+			debug.FreeOSMemory()
 			before := rssKiB(b)
 			ws := make([]*Worker, n)
 			for i := range ws {
@@ -132,7 +132,7 @@ func BenchmarkIdleWorkerRSS(b *testing.B) {
 				w.Run(context.Background(), "let a = [1, 2, 3]; a.length", nil)
 				ws[i] = w
 			}
-			runtime.GC()
+			debug.FreeOSMemory()
 			after := rssKiB(b)
 			b.ReportMetric(float64(after-before)/1024/n, "MiB/worker")
 			for _, w := range ws {

@@ -163,14 +163,19 @@
   // is never cleared runs until the run is interrupted.
   const timers_ = new Map();
   let nextId = 1;
+  // helpers.pending mirrors timers_.size so guest.c can skip the timer
+  // calls when there is none.
+  const helpers = { pending: 0 };
+  const count = () => { helpers.pending = timers_.size; };
   function addTimer(fn, ms, args, repeat) {
     if (typeof fn !== "function") throw new TypeError("callback must be a function");
     ms = Math.max(0, Number(ms) || 0);
     const id = nextId++;
     timers_.set(id, { fn, args, ms, repeat, due: Date.now() + ms, seq: id });
+    count();
     return id;
   }
-  function clearTimer(id) { timers_.delete(Number(id)); }
+  function clearTimer(id) { timers_.delete(Number(id)); count(); }
   // ms until the next timer is due, or -1 if there is none.
   function nextTimer() {
     let min = Infinity;
@@ -194,10 +199,11 @@
       best.seq = nextId++;
     } else {
       timers_.delete(bestId);
+      count();
     }
     best.fn(...best.args);
   }
-  function clearTimers() { timers_.clear(); }
+  function clearTimers() { timers_.clear(); count(); }
 
   const define = (name, value) =>
     Object.defineProperty(global, name, { value, writable: true, configurable: true });
@@ -208,5 +214,5 @@
   define("clearTimeout", clearTimer);
   define("clearInterval", clearTimer);
   define("queueMicrotask", (fn) => { Promise.resolve().then(() => fn()); });
-  return { inspect, nextTimer, runTimer, clearTimers };
+  return Object.assign(helpers, { inspect, nextTimer, runTimer, clearTimers });
 })

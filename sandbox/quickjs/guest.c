@@ -531,6 +531,17 @@ static const char *inspect(JSValueConst v, size_t *n)
 {
     JSValue fn, s;
     const char *r = NULL;
+    /* Fast path: a finite, non-(-0) number prints as ToString does. */
+    if (JS_IsNumber(v)) {
+        double d;
+        if (!JS_ToFloat64(ctx, &d, v) && d == d && d != 0 &&
+            d != 1.0 / 0.0 && d != -1.0 / 0.0) {
+            r = JS_ToCStringLen(ctx, n, v);
+            if (r)
+                return r;
+            JS_FreeValue(ctx, JS_GetException(ctx));
+        }
+    }
     fn = JS_GetPropertyStr(ctx, helpers, "inspect");
     s = JS_Call(ctx, fn, JS_UNDEFINED, 1, &v);
     JS_FreeValue(ctx, fn);
@@ -726,7 +737,15 @@ static int run_loop(JSValue *exc)
         if (r > 0)
             continue;
         {
-            JSValue v = call_helper("nextTimer");
+            JSValue v = JS_GetPropertyStr(ctx, helpers, "pending");
+            int32_t pending = 0;
+            if (JS_IsException(v) || JS_ToInt32(ctx, &pending, v)) {
+                *exc = JS_GetException(ctx);
+                return -1;
+            }
+            if (pending <= 0)
+                return 0;
+            v = call_helper("nextTimer");
             double wait;
             if (JS_IsException(v)) {
                 *exc = JS_GetException(ctx);
