@@ -97,15 +97,18 @@ link_guest() {
 	clang-14 --target=wasm32-wasi -O2 -g0 -mmutable-globals -Wall -Wextra -Wno-unused-parameter \
 		-Wno-missing-field-initializers -I"$src" -I"$src/Include" -I"$work" \
 		-c "$here/python/glue.c" -o "$work/glue.o" || die "glue.c does not compile"
-	# The libraries are those the Makefile links python.wasm with.
+	# Link with what the Makefile links python.wasm with (libmpdec, expat,
+	# zlib, the WASI emulations, libm), paths relative to the tree.
+	libs=$(cd "$src" && make -s --no-print-directory -f Makefile \
+		-f <(printf 'execd-print-libs:\n\t@echo $(LIBS) $(MODLIBS) $(SYSLIBS)\n') execd-print-libs) ||
+		die "cannot read the link libraries from the CPython Makefile"
 	# No -O on the link line: clang would run wasm-opt, which rejects the
 	# exported mutable __stack_pointer.
-	clang-14 --target=wasm32-wasi -mexec-model=reactor -fuse-ld=lld -mmutable-globals \
+	# shellcheck disable=SC2086
+	(cd "$src" && clang-14 --target=wasm32-wasi -mexec-model=reactor -fuse-ld=lld -mmutable-globals \
 		-Wl,--export=__stack_pointer -Wl,-z,stack-size=$STACK_SIZE -Wl,--stack-first \
 		-Wl,--strip-all \
-		-o "$out" "$work/glue.o" "$src/libpython3.11.a" \
-		-L"$zlib/lib" -lz -lwasi-emulated-signal -lwasi-emulated-getpid \
-		-lwasi-emulated-process-clocks -lm || die "link failed"
+		-o "$out" "$work/glue.o" libpython3.11.a $libs) || die "link failed"
 }
 
 # package_stdlib CPYTHON_DIR WORK OUT_ZIP: Lib/ without tests, IDLE, Tk,
@@ -126,20 +129,20 @@ package_stdlib() {
 	/usr/bin/python3.11 - "$lib" "$out" <<-'EOF' || die "packaging the stdlib failed"
 		import compileall, os, py_compile, sys, zipfile
 		lib, out = sys.argv[1], sys.argv[2]
-		compileall.compile_dir(lib, quiet=2, workers=1, legacy=False,
-			invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+		ok = compileall.compile_dir(lib, quiet=2, workers=1, legacy=False,
+		    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
 		names = []
 		for root, dirs, files in os.walk(lib):
-			dirs.sort()
-			for f in sorted(files):
-				names.append(os.path.relpath(os.path.join(root, f), lib))
-		with zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
-			for n in names:
-				zi = zipfile.ZipInfo(n, date_time=(2023, 2, 8, 0, 0, 0))
-				zi.compress_type = zipfile.ZIP_DEFLATED
-				zi.external_attr = 0o644 << 16
-				with open(os.path.join(lib, n), "rb") as fh:
-					z.writestr(zi, fh.read())
+		    dirs.sort()
+		    for f in sorted(files):
+		        names.append(os.path.relpath(os.path.join(root, f), lib))
+		with zipfile.ZipFile(out + ".tmp", "w") as z:
+		    for n in names:
+		        zi = zipfile.ZipInfo(n, date_time=(2023, 2, 8, 0, 0, 0))
+		        zi.compress_type = zipfile.ZIP_DEFLATED
+		        zi.external_attr = 0o644 << 16
+		        with open(os.path.join(lib, n), "rb") as fh:
+		            z.writestr(zi, fh.read(), compresslevel=6)
 		os.replace(out + ".tmp", out)
 	EOF
 }
@@ -165,6 +168,19 @@ install_outputs() {
 		mv "$out_dir/python-stdlib.zip.tmp" "$out_dir/python-stdlib.zip"
 }
 
+if [[ -f $stage2/python.wasm && -f $stage2/python-stdlib.zip ]]; then
+	install_outputs
+	say "python.wasm up to date (cache $key2)"
+	exit 0
+fi
+
+# One build at a time (make guests from several checkouts share the cache).
+mkdir -p "$cache/build"
+exec 9>"$cache/build/python.lock"
+if ! flock -n 9; then
+	say "waiting for another build of python.wasm"
+	flock 9
+fi
 if [[ -f $stage2/python.wasm && -f $stage2/python-stdlib.zip ]]; then
 	install_outputs
 	say "python.wasm up to date (cache $key2)"

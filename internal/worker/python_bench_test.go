@@ -2,12 +2,10 @@ package worker
 
 import (
 	"context"
-	"os"
-	"os/exec"
+		"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -17,75 +15,21 @@ import (
 
 const pyFib = "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)"
 
-var (
-	pyBenchMu      sync.Mutex
-	pyBenchEngines = map[bool]*Engine{}
-)
-
-// pyBenchEngine: one engine per strict mode for the Python benchmarks
-// (compiling the guest is the slow part). Never closed: the process ends.
+// pyBenchEngine: the package's shared engine for the strict mode, which
+// must have the Python guest.
 func pyBenchEngine(b *testing.B, strict bool) *Engine {
 	b.Helper()
-	pyBenchMu.Lock()
-	defer pyBenchMu.Unlock()
-	e, ok := pyBenchEngines[strict]
-	if !ok {
-		var err error
-		e, err = NewEngine(context.Background(), Config{StrictTermination: strict}, nil)
-		if err != nil {
-			b.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
-		}
-		pyBenchEngines[strict] = e
-	}
+	e := testEngine(b, strict)
 	if !contains(e.Languages(), "python") {
 		b.Fatalf("python guest not built (languages: %v): run make guests", e.Languages())
 	}
 	return e
 }
 
-func pyModes(b *testing.B, f func(b *testing.B, strict bool)) {
-	for _, strict := range []bool{true, false} {
-		name := "strict=off"
-		if strict {
-			name = "strict=on"
-		}
-		b.Run(name, func(b *testing.B) { f(b, strict) })
-	}
-}
-
-// pyCancelOnProgress cancels the run at its first progress call.
-type pyCancelOnProgress struct {
-	at     time.Time
-	cancel context.CancelFunc
-}
-
-func (p *pyCancelOnProgress) Progress(float64, float64, string) {
-	if p.at.IsZero() {
-		p.at = time.Now()
-		p.cancel()
-	}
-}
-
-func pyRSSKiB(b *testing.B) int {
-	b.Helper()
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatalf("rss: %v", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			v, _ := strconv.Atoi(strings.Fields(rest)[0])
-			return v
-		}
-	}
-	b.Fatal("rss: no VmRSS in /proc/self/status")
-	return 0
-}
-
 // BenchmarkPythonNewWorker: a new workspace's interpreter, from instantiate
 // to the first cell's result.
 func BenchmarkPythonNewWorker(b *testing.B) {
-	pyModes(b, func(b *testing.B, strict bool) {
+	forModes(b, func(b *testing.B, strict bool) {
 		e := pyBenchEngine(b, strict)
 		for b.Loop() {
 			w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
@@ -119,14 +63,14 @@ func pyBenchRun(b *testing.B, strict bool, setup, code string) {
 }
 
 func BenchmarkPythonRoundTrip(b *testing.B) {
-	pyModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, "", "1+1") })
+	forModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, "", "1+1") })
 }
 
 // BenchmarkPythonFib25 runs fib(25) in the guest; the native sub-benchmark
 // times the same function in the machine's python3.11 in the same run (it
 // fails when python3.11 is missing).
 func BenchmarkPythonFib25(b *testing.B) {
-	pyModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, pyFib, "fib(25)") })
+	forModes(b, func(b *testing.B, strict bool) { pyBenchRun(b, strict, pyFib, "fib(25)") })
 	b.Run("native", func(b *testing.B) {
 		script := pyFib + `
 import time
@@ -152,7 +96,7 @@ print(time.perf_counter() - t)`
 // BenchmarkPythonSoftInterrupt: from the cancel of a run spinning in
 // `while True: pass` to Run returning with its state kept.
 func BenchmarkPythonSoftInterrupt(b *testing.B) {
-	pyModes(b, func(b *testing.B, strict bool) {
+	forModes(b, func(b *testing.B, strict bool) {
 		w, err := pyBenchEngine(b, strict).NewWorker(context.Background(), "python", WorkerOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -161,9 +105,10 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 		var total time.Duration
 		for b.Loop() {
 			ctx, cancel := context.WithCancel(context.Background())
-			rec := &pyCancelOnProgress{cancel: cancel}
+			var at time.Time
+			rec := &progressRec{fn: func() { at = time.Now(); cancel() }}
 			r := w.Run(ctx, "from execd import progress\nprogress(1)\nwhile True: pass", rec)
-			total += time.Since(rec.at)
+			total += time.Since(at)
 			cancel()
 			if r.Status != StatusInterrupted || r.Reset {
 				b.Fatal(pyDescribe(r))
@@ -176,13 +121,13 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 // BenchmarkPythonIdleWorkerRSS: resident memory added per idle worker that
 // has run one cell (several workers, averaged).
 func BenchmarkPythonIdleWorkerRSS(b *testing.B) {
-	pyModes(b, func(b *testing.B, strict bool) {
+	forModes(b, func(b *testing.B, strict bool) {
 		e := pyBenchEngine(b, strict)
 		const n = 8
 		var perWorker float64
 		for b.Loop() {
 			runtime.GC()
-			before := pyRSSKiB(b)
+			before := rssKiB(b)
 			ws := make([]*Worker, 0, n)
 			for range n {
 				w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
@@ -195,7 +140,7 @@ func BenchmarkPythonIdleWorkerRSS(b *testing.B) {
 				ws = append(ws, w)
 			}
 			runtime.GC()
-			perWorker = float64(pyRSSKiB(b)-before) / n / 1024
+			perWorker = float64(rssKiB(b)-before) / n / 1024
 			for _, w := range ws {
 				w.Close()
 			}

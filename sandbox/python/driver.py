@@ -10,6 +10,15 @@ import sys
 
 import execd
 
+# The host's interrupt trips SIGINT (cpython-wasi.patch): make sure it
+# raises KeyboardInterrupt.
+try:
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+except (ImportError, OSError, ValueError):
+    pass
+
 # Relative paths in the code mean the workspace, when there is one.
 try:
     os.chdir("/workspace")
