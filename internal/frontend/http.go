@@ -180,6 +180,7 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 		return
 	}
 	sw.begin()
+	defer sw.end()
 	t := time.NewTicker(keepAliveEvery)
 	defer t.Stop()
 	for {
@@ -578,6 +579,7 @@ func (h *httpReq) run(c *call, m method, cancelOnClose bool, scope string) {
 	}
 	if sw != nil {
 		sw.begin()
+		defer sw.end()
 		c.out = &sseOut{sw: sw, pending: s.pending, scope: scope}
 		stopKA := sw.keepAlive(keepAliveEvery)
 		defer stopKA()
@@ -674,6 +676,9 @@ type sseWriter struct {
 	w   http.ResponseWriter
 	f   http.Flusher
 	err error
+
+	pendingHeader *time.Timer
+	flushed       bool
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -684,6 +689,11 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 	return &sseWriter{w: w, f: f}
 }
 
+// headerDelay is how long the headers of a silent stream wait for the
+// first event, so that a quick answer leaves in one write while a slow one
+// still shows the client its stream at once.
+const headerDelay = 20 * time.Millisecond
+
 func (s *sseWriter) begin() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -692,8 +702,27 @@ func (s *sseWriter) begin() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	s.f.Flush()
+	s.pendingHeader = time.AfterFunc(headerDelay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.err == nil && !s.flushed {
+			s.f.Flush()
+			s.flushed = true
+		}
+	})
 }
+
+// end stops the delayed header flush; call it before the handler returns.
+func (s *sseWriter) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pendingHeader != nil {
+		s.pendingHeader.Stop()
+	}
+	s.err = errStreamEnded
+}
+
+var errStreamEnded = errors.New("stream ended")
 
 func (s *sseWriter) write(parts ...[]byte) error {
 	s.mu.Lock()
@@ -708,6 +737,7 @@ func (s *sseWriter) write(parts ...[]byte) error {
 		}
 	}
 	s.f.Flush()
+	s.flushed = true
 	return nil
 }
 

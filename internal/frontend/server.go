@@ -306,6 +306,22 @@ func (s *Server) serve(ctx context.Context, c *call, m method) (json.RawMessage,
 // shapeResult marshals a result; in the modern era it adds resultType
 // (when the handler did not) and serverInfo in _meta.
 func (s *Server) shapeResult(era Era, res any) (json.RawMessage, error) {
+	if era == EraModern {
+		if m, ok := res.(map[string]any); ok {
+			// Handlers build fresh maps: add the era's fields in place and
+			// marshal once.
+			if _, ok := m["resultType"]; !ok {
+				m["resultType"] = "complete"
+			}
+			meta, _ := m["_meta"].(map[string]any)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[metaServerInfo] = serverInfo()
+			m["_meta"] = meta
+			return json.Marshal(m)
+		}
+	}
 	b, err := json.Marshal(res)
 	if err != nil || era != EraModern {
 		return b, err

@@ -59,7 +59,8 @@ type Reporter struct {
 	mu       sync.Mutex
 	stopped  bool
 	count    int
-	lastSent time.Time
+	lastSent time.Time // gates coalescing
+	lastAny  time.Time // gates the heartbeat
 	pending  string // coalesced message waiting for the interval
 	hasPend  bool
 	timer    *time.Timer // flushes pending, or beats the heart
@@ -93,6 +94,9 @@ func (r *Reporter) Start(message string) {
 		return
 	}
 	r.sendLocked(message)
+	// The start frame does not hold back the guest's first report: code
+	// that reports at once is shown at once.
+	r.lastSent = time.Time{}
 	r.armLocked()
 }
 
@@ -167,6 +171,7 @@ func (r *Reporter) Flush() {
 func (r *Reporter) sendLocked(message string) {
 	r.count++
 	r.lastSent = time.Now()
+	r.lastAny = r.lastSent
 	p := Params{ProgressToken: r.token, Progress: float64(r.count), Message: clip(message)}
 	if err := r.em.Notify("notifications/progress", p); err != nil {
 		// The stream is gone; nobody can read further frames.
@@ -182,7 +187,7 @@ func (r *Reporter) armLocked() {
 	case r.hasPend:
 		wait = r.opts.MinInterval - time.Since(r.lastSent)
 	case r.opts.Heartbeat > 0:
-		wait = r.opts.Heartbeat - time.Since(r.lastSent)
+		wait = r.opts.Heartbeat - time.Since(r.lastAny)
 	default:
 		return
 	}
@@ -204,7 +209,7 @@ func (r *Reporter) wake() {
 	case r.hasPend && time.Since(r.lastSent) >= r.opts.MinInterval:
 		r.sendLocked(r.pending)
 		r.hasPend = false
-	case !r.hasPend && r.opts.Heartbeat > 0 && time.Since(r.lastSent) >= r.opts.Heartbeat:
+	case !r.hasPend && r.opts.Heartbeat > 0 && time.Since(r.lastAny) >= r.opts.Heartbeat:
 		r.sendLocked(fmt.Sprintf("running %.1f s", time.Since(r.start).Seconds()))
 	}
 	r.armLocked()

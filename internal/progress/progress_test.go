@@ -115,12 +115,13 @@ func TestNothingAfterStop(t *testing.T) {
 		rec := &recorder{}
 		r := New(rec, json.RawMessage(`1`), Options{Heartbeat: time.Second, MinInterval: 250 * time.Millisecond})
 		r.Start("started")
-		r.Progress(1, 0, "pending when stopped")
+		r.Progress(1, 0, "first report goes out at once")
+		r.Progress(2, 0, "pending when stopped")
 		r.Stop()
-		r.Progress(2, 0, "after")
+		r.Progress(3, 0, "after")
 		r.Flush()
 		time.Sleep(10 * time.Second)
-		if fs := rec.got(); len(fs) != 1 {
+		if fs := rec.got(); len(fs) != 2 {
 			t.Fatalf("frames after Stop: %+v", fs)
 		}
 	})
@@ -131,11 +132,12 @@ func TestFlushSendsPending(t *testing.T) {
 		rec := &recorder{}
 		r := New(rec, json.RawMessage(`1`), Options{MinInterval: time.Second})
 		r.Start("started")
+		r.Progress(2, 3, "almost")
 		r.Progress(3, 3, "done")
 		r.Flush()
 		r.Stop()
 		fs := rec.got()
-		if len(fs) != 2 || fs[1].Message != "3/3 done" {
+		if len(fs) != 3 || fs[2].Message != "3/3 done" {
 			t.Fatalf("frames %+v", fs)
 		}
 	})
