@@ -2,7 +2,7 @@ package worker
 
 import (
 	"context"
-		"os/exec"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
