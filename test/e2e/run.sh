@@ -132,11 +132,13 @@ write_config() {
   echo "$out/$1.toml"
 }
 
-# start_server NAME BIN: starts BIN on a free port with a scratch data dir; sets URL.
+# start_server NAME BIN [EXTRA_TOML]: starts BIN on a free port with a scratch data dir
+# (and EXTRA_TOML prepended to its config); sets URL.
 start_server() {
-  local name="$1" bin="$2" port cfg i
+  local name="$1" bin="$2" extra="${3:-}" port cfg i
   port="$(free_port)" || return 1
   cfg="$(write_config "$name")"
+  if [ -n "$extra" ]; then printf '%s\n\n%s\n' "$extra" "$(cat "$cfg")" >"$cfg"; fi
   "$bin" -config "$cfg" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
   pids+=($!)
   URL="http://127.0.0.1:$port/mcp"
@@ -184,6 +186,19 @@ fi
 if want wire; then
   echo "== wire checks over stdio (era pinning, modern cancel)"
   step wire-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/wire_checks.mjs" --stdio "$root/bin/execd" -stdio -config "$(write_config stdio)"
+fi
+
+if want wire; then
+  echo "== start bin/execd with bearer tokens"
+  tok_a="e2e-alice-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+  tok_b="e2e-bob-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+  printf '# principal token\nalice %s\nbob %s\n' "$tok_a" "$tok_b" >"$out/tokens"
+  if start_server execd-auth "$root/bin/execd" "$(printf '[server]\nauth_tokens_file = "%s"' "$out/tokens")"; then
+    step wire-auth timeout --kill-after=10 120 "$E2E_NODE" "$here/wire_checks.mjs" --auth "$URL" "$tok_a" "$tok_b"
+    stop_server execd-auth "${pids[-1]}"
+  else
+    record start-execd-auth 1
+  fi
 fi
 
 if want conformance; then

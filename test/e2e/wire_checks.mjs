@@ -4,6 +4,7 @@
 //
 //   node wire_checks.mjs --http URL
 //   node wire_checks.mjs --stdio BIN [ARGS...]
+//   node wire_checks.mjs --auth URL TOKEN_A TOKEN_B   (a server with server.auth_tokens_file)
 //
 // Every wait is bounded. Ends with "N passed, N failed"; exits 1 on any failure.
 
@@ -12,11 +13,11 @@ import { createInterface } from 'node:readline';
 
 const argv = process.argv.slice(2);
 const mode = argv[0];
-if (mode !== '--http' && mode !== '--stdio') {
-  console.error('usage: wire_checks.mjs --http URL | --stdio BIN [ARGS...]');
+if (!['--http', '--stdio', '--auth'].includes(mode)) {
+  console.error('usage: wire_checks.mjs --http URL | --stdio BIN [ARGS...] | --auth URL TOKEN_A TOKEN_B');
   process.exit(2);
 }
-const label = mode === '--http' ? 'wire-http' : 'wire-stdio';
+const label = `wire-${mode.slice(2)}`;
 
 const V = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': {} };
@@ -86,7 +87,8 @@ let nextId = 1;
 function modernCall(url, args, extra = {}) {
   const id = nextId++;
   const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: args, _meta: { ...META, ...(extra.meta ?? {}) } } };
-  return post(url, body, modernHeaders('tools/call', 'execute_code', args.workspace), extra).then((r) => ({ ...r, id }));
+  const headers = { ...modernHeaders('tools/call', 'execute_code', args.workspace), ...(extra.headers ?? {}) };
+  return post(url, body, headers, extra).then((r) => ({ ...r, id }));
 }
 
 function finalResult(r, what) {
@@ -180,6 +182,29 @@ async function httpChecks(url) {
   await check('initialize with 2026-07-28 answers 2025-11-25 as a result (L-3)', async () => {
     const r = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: V, capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
     assert(r.status === 200 && r.messages[0]?.result?.protocolVersion === '2025-11-25', `HTTP ${r.status} ${short(r.text)}`);
+  });
+}
+
+async function authChecks(url, tokenA, tokenB) {
+  const bearer = (t) => ({ authorization: `Bearer ${t}` });
+  const ws = `shared-${Date.now()}`;
+  const callAs = (token, code) => modernCall(url, { code, language: 'javascript', workspace: ws }, { headers: token ? bearer(token) : {} });
+
+  await check('no or wrong bearer token → 401 with WWW-Authenticate', async () => {
+    for (const t of [undefined, 'not-a-valid-token-at-all']) {
+      const r = await callAs(t, '1');
+      assert(r.status === 401, `token ${t ?? '(none)'}: HTTP ${r.status}, want 401: ${short(r.text)}`);
+      assert(/^Bearer/i.test(r.headers.get('www-authenticate') ?? ''), `401 without WWW-Authenticate: Bearer`);
+    }
+  });
+
+  await check('workspace names are scoped per principal', async () => {
+    const a = finalResult(await callAs(tokenA, 'var secret = 7; secret'), 'principal A');
+    assert(String(a.structuredContent?.result) === '7', `A: ${short(a.structuredContent)}`);
+    const b = finalResult(await callAs(tokenB, 'typeof secret'), 'principal B');
+    assert(!String(b.structuredContent?.result).includes('number'), `B sees A's variable in workspace ${ws}: ${short(b.structuredContent)}`);
+    const a2 = finalResult(await callAs(tokenA, 'secret'), 'principal A again');
+    assert(String(a2.structuredContent?.result) === '7', `A lost its state: ${short(a2.structuredContent)}`);
   });
 }
 
@@ -316,6 +341,7 @@ async function stdioChecks(bin, args) {
 }
 
 if (mode === '--http') await httpChecks(argv[1]);
+else if (mode === '--auth') await authChecks(argv[1], argv[2], argv[3]);
 else await stdioChecks(argv[1], argv.slice(2));
 
 console.log(`${passed} passed, ${failed} failed`);
