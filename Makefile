@@ -30,6 +30,7 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags conformance ./internal/frontend/
 
 ## bench: every benchmark once, so that they keep compiling and running.
 bench:
