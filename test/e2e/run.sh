@@ -205,6 +205,7 @@ if want conformance; then
   echo "== start bin/execd-conformance"
   if start_server execd-conformance "$root/bin/execd-conformance"; then
     step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next
+    stop_server execd-conformance "${pids[-1]}"
   else
     record start-execd-conformance 1
   fi

@@ -11,7 +11,7 @@
 # E2E_CONFORMANCE_MODERN, E2E_INSPECTOR, E2E_SDK_NODE_PATH.
 
 _e2e_setup() {
-  local cache="${EXECD_CACHE:-$HOME/.cache/execd}/node"
+  local cache="${EXECD_CACHE:-${HOME:-/tmp}/.cache/execd}/node"
   local node_ver="${E2E_NODE_VERSION:-22.23.5}"
   local conf_legacy_ver="0.1.16"
   local conf_modern_ver="0.2.0-alpha.12"
