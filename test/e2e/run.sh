@@ -14,7 +14,8 @@
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# wire conformance" picks steps; E2E_OUT keeps logs and results there (default: a temp dir,
+# wire conformance" picks steps (the default set; "session-ttl" adds the session idle-expiry
+# checks, left out of the default until a busy session stops expiring during its call); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
@@ -123,21 +124,22 @@ free_port() {
   "$E2E_NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
-# write_config NAME: a config with a scratch data dir and a 1 s progress heartbeat (so that
+# write_config NAME [PROTOCOL_TOML]: a config with a scratch data dir and a 1 s progress heartbeat (so that
 # wire_checks.mjs can see heartbeats quickly); prints its path.
 export E2E_HEARTBEAT_MS=1000
 write_config() {
   mkdir -p "$out/$1-data"
-  printf '[protocol]\nprogress_heartbeat = "1s"\n\n[workspace]\ndata_dir = "%s"\n' "$out/$1-data" >"$out/$1.toml"
+  printf '[protocol]\nprogress_heartbeat = "1s"\n%s\n\n[workspace]\ndata_dir = "%s"\n' "${2:-}" "$out/$1-data" >"$out/$1.toml"
   echo "$out/$1.toml"
 }
 
-# start_server NAME BIN [EXTRA_TOML]: starts BIN on a free port with a scratch data dir
-# (and EXTRA_TOML prepended to its config); sets URL.
+# start_server NAME BIN [EXTRA_TOML [PROTOCOL_TOML]]: starts BIN on a free port with a
+# scratch data dir (EXTRA_TOML prepended to its config, PROTOCOL_TOML added to [protocol]);
+# sets URL.
 start_server() {
   local name="$1" bin="$2" extra="${3:-}" port cfg i
   port="$(free_port)" || return 1
-  cfg="$(write_config "$name")"
+  cfg="$(write_config "$name" "${4:-}")"
   if [ -n "$extra" ]; then printf '%s\n\n%s\n' "$extra" "$(cat "$cfg")" >"$cfg"; fi
   "$bin" -config "$cfg" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
   pids+=($!)
@@ -198,6 +200,16 @@ if want wire; then
     stop_server execd-auth "${pids[-1]}"
   else
     record start-execd-auth 1
+  fi
+fi
+
+if want session-ttl; then
+  echo "== start bin/execd with a 1 s session idle TTL"
+  if start_server execd-ttl "$root/bin/execd" "" 'session_idle_ttl = "1s"'; then
+    step session-ttl timeout --kill-after=10 120 "$E2E_NODE" "$here/wire_checks.mjs" --session-ttl "$URL" 1000
+    stop_server execd-ttl "${pids[-1]}"
+  else
+    record start-execd-ttl 1
   fi
 fi
 

@@ -5,6 +5,7 @@
 //   node wire_checks.mjs --http URL
 //   node wire_checks.mjs --stdio BIN [ARGS...]
 //   node wire_checks.mjs --auth URL TOKEN_A TOKEN_B   (a server with server.auth_tokens_file)
+//   node wire_checks.mjs --session-ttl URL TTL_MS     (a server with protocol.session_idle_ttl)
 //
 // Every wait is bounded. Ends with "N passed, N failed"; exits 1 on any failure.
 
@@ -13,8 +14,8 @@ import { createInterface } from 'node:readline';
 
 const argv = process.argv.slice(2);
 const mode = argv[0];
-if (!['--http', '--stdio', '--auth'].includes(mode)) {
-  console.error('usage: wire_checks.mjs --http URL | --stdio BIN [ARGS...] | --auth URL TOKEN_A TOKEN_B');
+if (!['--http', '--stdio', '--auth', '--session-ttl'].includes(mode)) {
+  console.error('usage: wire_checks.mjs --http URL | --stdio BIN [ARGS...] | --auth URL TOKEN_A TOKEN_B | --session-ttl URL TTL_MS');
   process.exit(2);
 }
 const label = `wire-${mode.slice(2)}`;
@@ -208,6 +209,34 @@ async function authChecks(url, tokenA, tokenB) {
   });
 }
 
+async function legacySession(url) {
+  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
+  const sid = init.headers.get('mcp-session-id');
+  assert(init.status === 200 && sid, `initialize: HTTP ${init.status}`);
+  const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+  return h;
+}
+
+async function sessionTTLChecks(url, ttl) {
+  await check(`a session busy longer than its ${ttl} ms idle TTL survives the call (H-10 idle expiry)`, async () => {
+    const h = await legacySession(url);
+    const spin = Math.round(ttl * 1.5);
+    const code = `const t = Date.now(); let n = 0; while (Date.now() - t < ${spin} && n < 200000000) { n++; } 1`;
+    const r = await post(url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'execute_code', arguments: { code, language: 'javascript' } } }, h, { timeout: 30_000 });
+    finalResult(r, 'busy call');
+    const ping = await post(url, { jsonrpc: '2.0', id: 2, method: 'ping' }, h);
+    assert(ping.status === 200, `ping right after a ${spin} ms call: HTTP ${ping.status} ${short(ping.text)} (idle time counted while the call ran)`);
+  });
+
+  await check(`an idle session expires after ${ttl} ms: 404 -32001`, async () => {
+    const h = await legacySession(url);
+    await sleep(ttl * 2 + 200);
+    const ping = await post(url, { jsonrpc: '2.0', id: 2, method: 'ping' }, h);
+    assert(ping.status === 404 && ping.messages[0]?.error?.code === -32001, `after ${ttl * 2 + 200} ms idle: HTTP ${ping.status} ${short(ping.text)}`);
+  });
+}
+
 // --- stdio -----------------------------------------------------------------------------------
 
 class StdioPeer {
@@ -342,6 +371,7 @@ async function stdioChecks(bin, args) {
 
 if (mode === '--http') await httpChecks(argv[1]);
 else if (mode === '--auth') await authChecks(argv[1], argv[2], argv[3]);
+else if (mode === '--session-ttl') await sessionTTLChecks(argv[1], Number(argv[2]));
 else await stdioChecks(argv[1], argv.slice(2));
 
 console.log(`${passed} passed, ${failed} failed`);
