@@ -28,7 +28,7 @@ ZLIB_UPSTREAM=1.2.13.dfsg
 ZLIB_ORIG_SHA256=71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a1
 # Shadow stack of the guest (linear memory, placed first so an overflow
 # traps instead of corrupting the heap).
-STACK_SIZE=$((8 << 20))
+STACK_SIZE=$((2 << 20))
 JOBS=${JOBS:-$(nproc)}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

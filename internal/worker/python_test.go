@@ -360,6 +360,10 @@ func TestPythonRecursion(t *testing.T) {
 	if got := pyValue(t, w, "sys.setrecursionlimit(1000)\n1+1"); got != "2" {
 		t.Fatalf("after deep recursion: %s", got)
 	}
+	// C recursion at the default limit fits the guest's stack.
+	if got := pyValue(t, w, "import json, pickle\nd = []\nfor _ in range(400):\n    d = [d]\nlen(json.dumps(d)), len(pickle.loads(pickle.dumps(d)))"); got != "(802, 1)" {
+		t.Fatalf("deep json/pickle: %s", got)
+	}
 }
 
 func TestPythonOutputFlood(t *testing.T) {
