@@ -65,21 +65,19 @@ pick_version() { src_versions | grep -E "^${QUICKJS_UPSTREAM//./\\.}-[^-]+$" | s
 
 version=$(pick_version || true)
 if [[ -z $version ]]; then
+	# Same file (and content) as build-python.sh: whichever runs first adds it.
 	list=/etc/apt/sources.list.d/execd-deb-src.sources
-	if ! grep -rqsE '^Types:.*deb-src' /etc/apt/sources.list.d/ ||
-		! grep -rqsE '^Suites:.*trixie' /etc/apt/sources.list.d/; then
-		if [[ ! -f $list ]]; then
-			say "adding $list (deb-src: bookworm bookworm-updates trixie)"
-			mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-			keyring=$(sed -n 's/^Signed-By: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-			as_root tee "$list" >/dev/null <<-EOF
-				Types: deb-src
-				URIs: ${mirror:-http://deb.debian.org/debian}
-				Suites: bookworm bookworm-updates trixie
-				Components: main
-				Signed-By: ${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
-			EOF
-		fi
+	if [[ ! -f $list ]]; then
+		say "adding $list (deb-src: bookworm bookworm-updates trixie)"
+		mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+		keyring=$(sed -n 's/^Signed-By: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
+		as_root tee "$list" >/dev/null <<-EOF
+			Types: deb-src
+			URIs: ${mirror:-http://deb.debian.org/debian}
+			Suites: bookworm bookworm-updates trixie
+			Components: main
+			Signed-By: ${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
+		EOF
 	fi
 	apt_updated=
 	apt_update

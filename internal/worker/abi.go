@@ -34,6 +34,7 @@ type runKey struct{}
 // runState is what the host functions of one call see.
 type runState struct {
 	interrupt atomic.Bool
+	finished  atomic.Bool // Run returned: an abandoned call reports nothing more
 	sink      ProgressSink
 }
 
@@ -59,7 +60,7 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 
 func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateOf(ctx)
-	if st == nil || st.sink == nil {
+	if st == nil || st.sink == nil || st.finished.Load() {
 		return
 	}
 	done := api.DecodeF64(stack[0])

@@ -119,7 +119,8 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 		}
 	}
 
-	// Detach the buffers: an abandoned guest may still write.
+	// Detach the buffers and the sink: an abandoned guest may go on.
+	st.finished.Store(true)
 	inst.stdout.swap(nil)
 	inst.stderr.swap(nil)
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
