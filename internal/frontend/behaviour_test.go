@@ -411,3 +411,43 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 		t.Fatal("a stalled body held the request open")
 	}
 }
+
+func TestSessionNotIdleWhileCallRuns(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	cfg := testConfig()
+	cfg.Protocol.SessionIdleTTL = config.Duration{Duration: 200 * time.Millisecond}
+	cfg.Limits.RequestTimeout = config.Duration{Duration: 600 * time.Millisecond}
+	_, ts := newHTTP(t, cfg, ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	for range events(r) {
+	}
+	// The call lasted longer than the idle TTL; the session is still there.
+	p := c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
+	p.Body.Close()
+	if p.StatusCode != 200 {
+		t.Fatalf("session expired during a call: %d", p.StatusCode)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	p = c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	p.Body.Close()
+	if p.StatusCode != http.StatusNotFound {
+		t.Fatalf("idle session not expired: %d", p.StatusCode)
+	}
+}
+
+func TestStdioAnswersRequestsPipedBeforeEOF(t *testing.T) {
+	s := newTestServer(testConfig(), &fakeExec{})
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}}
+`)
+	var out strings.Builder
+	if err := s.ServeStdio(context.Background(), in, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"id":2,"result"`) || !strings.Contains(out.String(), `\"result\":\"42\"`) {
+		t.Fatalf("piped call unanswered:\n%s", out.String())
+	}
+}

@@ -561,6 +561,7 @@ func (h *httpReq) run(c *call, m method, cancelOnClose bool, scope string) {
 	if c.session != nil {
 		stop := context.AfterFunc(c.session.ctx, func() { cancel(context.Cause(c.session.ctx)) })
 		defer stop()
+		defer c.session.begin()()
 	}
 	if scope != "" {
 		if !s.inflight.add(scope, c.id, cancel) {

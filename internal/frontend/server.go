@@ -134,7 +134,25 @@ func New(opts Options) (*Server, error) {
 	}
 	s.tools = newToolSet(s)
 	registerFixtures(s)
+	if ttl := opts.Config.Protocol.SessionIdleTTL.Duration; ttl > 0 {
+		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
+	}
 	return s, nil
+}
+
+// sweepSessions drops expired sessions every period until shutdown, so that
+// sessions that clients abandon (most never DELETE) do not pile up.
+func (s *Server) sweepSessions(period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return
+		case <-t.C:
+			s.sessions.sweep()
+		}
+	}
 }
 
 // ReloadAuth re-reads the auth tokens file (SIGHUP).

@@ -21,6 +21,7 @@ type session struct {
 
 	logMin   atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds
+	active   atomic.Int32 // calls in flight: a session with one is never idle
 
 	// ctx ends when the session is deleted or expires; the session's runs
 	// and its GET streams end with it.
@@ -31,6 +32,18 @@ type session struct {
 func (s *session) setLogLevel(rank int) { s.logMin.Store(int32(rank)) }
 
 func (s *session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
+
+// begin marks a call in flight; the returned end marks it done and counts
+// as use, so that idle time starts when the last call ends.
+func (s *session) begin() (end func()) {
+	s.active.Add(1)
+	return func() { s.touch(); s.active.Add(-1) }
+}
+
+// expired reports whether the session has been idle longer than ttl.
+func (s *session) expired(ttl time.Duration) bool {
+	return ttl > 0 && s.active.Load() == 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > ttl
+}
 
 // sessionStore holds the live sessions and expires idle ones.
 type sessionStore struct {
@@ -69,7 +82,7 @@ func (st *sessionStore) get(id, principal string) *session {
 	if s == nil || s.principal != principal {
 		return nil
 	}
-	if st.ttl > 0 && time.Since(time.Unix(0, s.lastUsed.Load())) > st.ttl {
+	if s.expired(st.ttl) {
 		delete(st.m, id)
 		s.cancel(errSessionEnded)
 		return nil
@@ -100,7 +113,7 @@ func (st *sessionStore) sweep() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for id, s := range st.m {
-		if time.Since(time.Unix(0, s.lastUsed.Load())) > st.ttl {
+		if s.expired(st.ttl) {
 			delete(st.m, id)
 			s.cancel(errSessionEnded)
 		}

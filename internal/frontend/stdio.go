@@ -93,7 +93,11 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 			p.handleLine(ctx, bytes.TrimSpace(line), &wg)
 		}
 		if err != nil {
-			// EOF: the client is gone; stop everything it started.
+			// EOF: no more requests or cancels can come. Calls in flight
+			// may still be read (a client piping requests in), so they get
+			// server.shutdown_grace to answer; then whatever still runs is
+			// stopped and answers nothing.
+			p.drain(&wg, s.cfg.Server.ShutdownGrace.Duration)
 			cancelAll(errClientGone)
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -103,6 +107,19 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		if ctx.Err() != nil {
 			return nil
 		}
+	}
+}
+
+// drain waits up to grace for the calls in flight to finish.
+func (p *stdioProc) drain(wg *sync.WaitGroup, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-p.s.stopping:
 	}
 }
 

@@ -321,10 +321,18 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 			o.Error = "out of memory"
 		}
 	}
+	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
+	if r.Truncated {
+		// Lost output is a failure the model must notice (house rule): the
+		// run itself may have succeeded, which status still says.
+		isErr = true
+		if o.Error == "" {
+			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %d bytes; the head and the tail are kept. Print less, or write large output to a file under /workspace", s.cfg.Limits.MaxOutputBytes)
+		}
+	}
 	if r.Reset {
 		c.logMessage("warning", fmt.Sprintf("workspace %s was restarted: state from earlier calls is lost, files are kept", out.Workspace))
 	}
-	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
 	return toolResult(o, isErr), nil
 }
 

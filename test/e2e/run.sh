@@ -14,14 +14,13 @@
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# wire conformance" picks steps (the default set; "session-ttl" adds the session idle-expiry
-# checks, left out of the default until a busy session stops expiring during its call); E2E_OUT keeps logs and results there (default: a temp dir,
+# wire session-ttl conformance" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector wire conformance}"
+only="${E2E_ONLY:-sdk stdio inspector wire session-ttl conformance}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
