@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/profile.sh — CPU and heap profiles of execd under load.
 #
-# Builds bench/pprofd (execd's wiring plus /debug/pprof on a second port),
+# Builds execd and starts it with server.debug_listen (/debug/pprof on a second port),
 # drives it with the load tool (8 clients, execute_code 1+1, ERA), takes a
 # CPU profile during the load, then creates IDLE idle workspaces and takes a
 # heap profile. Prints the top of each and keeps the profiles in OUT for
@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 make -s guests >&2
-go build -o "$OUT/pprofd" ./bench/pprofd
+go build -o "$OUT/execd" ./cmd/execd
 go build -o "$OUT/load" ./bench/load
 LOAD=$OUT/load
 port=$("$LOAD" -free-port)
@@ -36,13 +36,14 @@ rm -rf "$OUT/data"
 cat >"$OUT/execd.toml" <<EOF
 [server]
 listen = "127.0.0.1:$port"
+debug_listen = "127.0.0.1:$pport"
 [workspace]
 data_dir = "$OUT/data"
 max_workspaces = 4096
 idle_ttl = "1h"
 max_disk_mib = 0
 EOF
-"$OUT/pprofd" -config "$OUT/execd.toml" -pprof "127.0.0.1:$pport" 2>"$OUT/pprofd.log" &
+"$OUT/execd" -config "$OUT/execd.toml" 2>"$OUT/execd.log" &
 PID=$!
 PIDS+=("$PID")
 for _ in $(seq 1 100); do
@@ -68,12 +69,12 @@ curl -fsS -o "$OUT/heap.pprof" "$PPROF/heap?gc=1"
 
 echo
 echo "## CPU, flat (top 25)"
-go tool pprof -top -nodecount=25 "$OUT/pprofd" "$OUT/cpu.pprof" 2>/dev/null
+go tool pprof -top -nodecount=25 "$OUT/execd" "$OUT/cpu.pprof" 2>/dev/null
 echo
 echo "## CPU, cumulative (top 40)"
-go tool pprof -top -cum -nodecount=40 "$OUT/pprofd" "$OUT/cpu.pprof" 2>/dev/null
+go tool pprof -top -cum -nodecount=40 "$OUT/execd" "$OUT/cpu.pprof" 2>/dev/null
 echo
 echo "## heap in use after $IDLE idle workspaces (top 20)"
-go tool pprof -sample_index=inuse_space -top -nodecount=20 "$OUT/pprofd" "$OUT/heap.pprof" 2>/dev/null
+go tool pprof -sample_index=inuse_space -top -nodecount=20 "$OUT/execd" "$OUT/heap.pprof" 2>/dev/null
 echo
-echo "profiles: $OUT/cpu.pprof $OUT/heap.pprof (binary $OUT/pprofd)"
+echo "profiles: $OUT/cpu.pprof $OUT/heap.pprof (binary $OUT/execd)"

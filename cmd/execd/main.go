@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -117,6 +118,12 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
+	if cfg.Server.DebugListen != "" {
+		if err := serveDebug(cfg.Server.DebugListen, log); err != nil {
+			log.Error("debug listener", zap.Error(err))
+			return 1
+		}
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", zap.String("url", "http://"+ln.Addr().String()+cfg.Server.Path))
@@ -180,6 +187,23 @@ func serveStdio(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <
 			return 0
 		}
 	}
+}
+
+// serveDebug serves net/http/pprof on its own listener (server.debug_listen).
+func serveDebug(addr string, log *zap.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("debug listener", zap.String("url", "http://"+ln.Addr().String()+"/debug/pprof/"))
+	go func() { _ = http.Serve(ln, mux) }()
+	return nil
 }
 
 // engineFactory lets the workspace registry make workers.

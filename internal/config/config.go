@@ -54,6 +54,7 @@ type Server struct {
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
 	ShutdownGrace     Duration `toml:"shutdown_grace"`
+	DebugListen       string   `toml:"debug_listen"`
 }
 
 // Protocol holds MCP behaviour choices.
@@ -194,6 +195,11 @@ func (c *Config) Validate() error {
 	}
 	if !strings.HasPrefix(c.Server.Path, "/") {
 		bad("server.path", "must start with /, got %q", c.Server.Path)
+	}
+	if c.Server.DebugListen != "" {
+		if _, _, err := net.SplitHostPort(c.Server.DebugListen); err != nil {
+			bad("server.debug_listen", "want host:port or empty, got %q", c.Server.DebugListen)
+		}
 	}
 	for _, o := range c.Server.AllowedOrigins {
 		if o != "*" && !strings.Contains(o, "://") {
