@@ -5,7 +5,7 @@
 # drives it with the load tool (8 clients, execute_code 1+1, ERA), takes a
 # CPU profile during the load, then creates IDLE idle workspaces and takes a
 # heap profile. Prints the top of each and keeps the profiles in OUT for
-# `go tool pprof -http=: OUT/pprofd OUT/cpu.pprof`.
+# `go tool pprof -http=: OUT/execd OUT/cpu.pprof`.
 #
 # Knobs (environment): ERA (modern), SECONDS_CPU (15), IDLE (100), OUT.
 set -euo pipefail
