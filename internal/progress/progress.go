@@ -61,7 +61,7 @@ type Reporter struct {
 	count    int
 	lastSent time.Time // gates coalescing
 	lastAny  time.Time // gates the heartbeat
-	pending  string // coalesced message waiting for the interval
+	pending  string    // coalesced message waiting for the interval
 	hasPend  bool
 	timer    *time.Timer // flushes pending, or beats the heart
 }
