@@ -112,6 +112,7 @@ func TestPythonBattery(t *testing.T) {
 		{"random", "import random\nr = random.Random(42)\nr.randint(1, 100)", "82"},
 		{"textwrap-string", "import textwrap, string\ntextwrap.shorten('the quick brown fox jumps', 15) + string.ascii_lowercase[:3]", "'the quick [...]abc'"},
 		{"typing-enum", "from typing import NamedTuple\nimport enum\nclass C(enum.Enum):\n    RED = 1\nclass T(NamedTuple):\n    a: int\n(C.RED, T(1))", "(<C.RED: 1>, T(a=1))"},
+		{"sleep", "import time\nt = time.monotonic()\ntime.sleep(0.05)\ntime.monotonic() - t >= 0.05", "True"},
 		{"unicode", "'héllo wörld ✓'.upper()", "'HÉLLO WÖRLD ✓'"},
 		{"generator-none", "def g():\n    yield 1\nnext(g())\nNone", "<nil>"},
 		{"statement", "x = 5", "<nil>"},
@@ -257,6 +258,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 		"while True:\n    n += 1",
 		"def spin():\n    global n\n    while True:\n        n += 1\nspin()",
 		"try:\n    while True: n += 1\nexcept ValueError:\n    pass",
+		"import time\nn += 1\ntime.sleep(3600)",
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {

@@ -11,10 +11,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <wasi/api.h>
 
 #define EXPORT(name) __attribute__((export_name(name)))
 #define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
@@ -26,6 +29,7 @@ IMPORT("progress") void host_progress(double done, double total, const char *msg
 /* Defined by cpython-wasi.patch in Modules/signalmodule.c. */
 extern int _Py_execd_poll_enabled;
 extern int _Py_execd_interrupt_fired;
+void _Py_ExecdCheckInterrupt(void);
 
 /* Where the worker mounts python-stdlib.zip (read-only). */
 #define PYTHON_HOME L"/usr/local"
@@ -181,6 +185,56 @@ static void install_allocators(void)
     PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
     PyObject_GetArenaAllocator(&arena_orig);
     PyObject_SetArenaAllocator(&arena);
+}
+
+/* ---- sleeping ------------------------------------------------------------
+ * time.sleep() calls clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, ...),
+ * and WASI hosts (wazero among them) support only relative clock waits in
+ * poll_oneoff. This replaces wasi-libc's clock_nanosleep (and so nanosleep,
+ * which calls it): it waits relative, in slices, polling the host's
+ * interrupt between slices; an interrupt trips SIGINT and returns EINTR, and
+ * CPython's sleep loop then raises KeyboardInterrupt, keeping the state. */
+
+#define SLEEP_SLICE_NS 20000000LL /* 20 ms */
+
+static int64_t ts_ns(const struct timespec *t) { return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec; }
+
+int clock_nanosleep(clockid_t clock_id, int flags, const struct timespec *req, struct timespec *rem)
+{
+    struct timespec now;
+    int64_t left, slice;
+    if (req->tv_nsec < 0 || req->tv_nsec >= 1000000000L)
+        return EINVAL;
+    left = ts_ns(req);
+    if (flags & TIMER_ABSTIME) {
+        if (clock_gettime(clock_id, &now) != 0)
+            return errno;
+        left -= ts_ns(&now);
+    }
+    while (left > 0) {
+        __wasi_subscription_t sub;
+        __wasi_event_t ev;
+        __wasi_size_t n;
+        __wasi_errno_t err;
+        slice = left < SLEEP_SLICE_NS ? left : SLEEP_SLICE_NS;
+        memset(&sub, 0, sizeof(sub));
+        sub.u.tag = __WASI_EVENTTYPE_CLOCK;
+        sub.u.u.clock.id = __WASI_CLOCKID_MONOTONIC;
+        sub.u.u.clock.timeout = (__wasi_timestamp_t)slice;
+        err = __wasi_poll_oneoff(&sub, &ev, 1, &n);
+        if (err != 0)
+            return err;
+        left -= slice;
+        _Py_ExecdCheckInterrupt();
+        if (_Py_execd_interrupt_fired && left > 0) {
+            if (rem) {
+                rem->tv_sec = (time_t)(left / 1000000000LL);
+                rem->tv_nsec = (long)(left % 1000000000LL);
+            }
+            return EINTR;
+        }
+    }
+    return 0;
 }
 
 /* ---- the execd module: progress() for the code, hooks for driver.py ----- */
