@@ -417,3 +417,33 @@ func TestPythonWorkersIsolated(t *testing.T) {
 		t.Fatalf("leak: %s", got)
 	}
 }
+
+// TestPythonParallelWorkers: workers of one engine run at the same time and
+// share the standard library mount.
+func TestPythonParallelWorkers(t *testing.T) {
+	e := pyEngine(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer w.Close()
+			code := "import json, decimal, statistics\nv = " + strconv.Itoa(i) + "\njson.dumps({'v': v})"
+			r := w.Run(context.Background(), code, nil)
+			if want := `'{"v": ` + strconv.Itoa(i) + `}'`; r.Status != StatusOK || r.Value == nil || *r.Value != want {
+				errs <- pyDescribe(r)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
