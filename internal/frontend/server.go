@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,15 @@ const ServerName = "execd"
 // ServerVersion is set at build time (-ldflags "-X …ServerVersion=…").
 var ServerVersion = "0.1.0"
 
-const instructions = "Runs JavaScript in sandboxes. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls."
+// instructions tells the model what execd is for, in discover and
+// initialize results.
+func (s *Server) instructions() string {
+	langs := "code"
+	if len(s.langs) > 0 {
+		langs = strings.Join(s.langs, " and ") + " code"
+	}
+	return "Runs " + langs + " in sandboxes with execute_code. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls."
+}
 
 // Executor runs code in workspaces. *workspace.Manager implements it.
 type Executor interface {
@@ -419,7 +428,7 @@ func (s *Server) discover(context.Context, *call) (any, *jsonrpc.Error) {
 	return map[string]any{
 		"supportedVersions": allVersions,
 		"capabilities":      s.capabilities(),
-		"instructions":      instructions,
+		"instructions":      s.instructions(),
 		"ttlMs":             300000,
 		"cacheScope":        "public",
 	}, nil
@@ -435,7 +444,7 @@ func (s *Server) initializeResult(requested string) (map[string]any, string) {
 		"protocolVersion": v,
 		"capabilities":    s.capabilities(),
 		"serverInfo":      serverInfo(),
-		"instructions":    instructions,
+		"instructions":    s.instructions(),
 	}, v
 }
 
