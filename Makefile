@@ -11,6 +11,7 @@ all: build
 ## guests: build the WebAssembly guests from Debian source packages (cached).
 guests:
 	bash sandbox/build.sh
+	bash sandbox/build-python.sh
 
 ## build: bin/execd, with the guests embedded.
 build: guests

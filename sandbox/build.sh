@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the execd guests (qjs.wasm, QuickJS for JavaScript, here; python.wasm
-# and its stdlib by build-python.sh) from Debian's registries alone, and copies
+# and its stdlib by build-python.sh, which `make guests` runs after this) from Debian's registries alone, and copies
 # them into sandbox/guests/.
 #
 #   bash sandbox/build.sh          # what `make guests` runs
@@ -23,9 +23,6 @@ out_dir=$here/guests
 
 say() { printf 'build.sh: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
-
-# The Python guest has its own recipe and cache.
-bash "$here/build-python.sh"
 
 # Everything that shapes the output goes into the key.
 key=$({
