@@ -30,6 +30,10 @@ ZLIB_ORIG_SHA256=71feb7947e3c00ef125f83b79a4e529bde31171e5babe48b391f06758d1ab0a
 # traps instead of corrupting the heap).
 STACK_SIZE=$((2 << 20))
 JOBS=${JOBS:-$(nproc)}
+# The cross compiler, hermetic: wasi-libc's headers and clang's own only
+# (Debian's clang also searches /usr/include, where configure would find the
+# build machine's headers).
+WASI_CC="clang-14 --target=wasm32-wasi -nostdlibinc -isystem /usr/include/wasm32-wasi"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${EXECD_CACHE:-$HOME/.cache/execd}
@@ -47,7 +51,8 @@ build_zlib() {
 	tar -xjf "$tarball" -C "$out/src" --strip-components=1
 	d=$out/src
 	for f in adler32 compress crc32 deflate gzclose gzlib gzread gzwrite infback inffast inflate inftrees trees uncompr zutil; do
-		clang-14 --target=wasm32-wasi -O2 -g0 -DZ_HAVE_UNISTD_H -D_LARGEFILE64_SOURCE=1 -w \
+		# shellcheck disable=SC2086
+		$WASI_CC -O2 -g0 -DZ_HAVE_UNISTD_H -D_LARGEFILE64_SOURCE=1 -w \
 			-c "$d/$f.c" -o "$out/$f.o"
 		objs+=("$out/$f.o")
 	done
@@ -73,8 +78,7 @@ build_cpython() {
 			--build="$(./config.guess)" \
 			--with-build-python=/usr/bin/python3.11 \
 			--without-ensurepip --disable-test-modules --disable-ipv6 \
-			CC="clang-14 --target=wasm32-wasi" \
-			CPP="clang-14 --target=wasm32-wasi -E" \
+			CC="$WASI_CC" CPP="$WASI_CC -E" \
 			LDSHARED=wasm-ld-14 AR=llvm-ar-14 RANLIB=llvm-ranlib-14 \
 			CFLAGS="-mmutable-globals" \
 			ZLIB_CFLAGS="-I$zlib/include" ZLIB_LIBS="-L$zlib/lib -lz" \
@@ -94,7 +98,8 @@ link_guest() {
 		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$/\\n"/' "$here/python/driver.py"
 		echo ";"
 	} >"$work/driver.h"
-	clang-14 --target=wasm32-wasi -O2 -g0 -mmutable-globals -Wall -Wextra -Wno-unused-parameter \
+	# shellcheck disable=SC2086
+	$WASI_CC -O2 -g0 -mmutable-globals -Wall -Wextra -Wno-unused-parameter \
 		-Wno-missing-field-initializers -I"$src" -I"$src/Include" -I"$work" \
 		-c "$here/python/glue.c" -o "$work/glue.o" || die "glue.c does not compile"
 	# Link with what the Makefile links python.wasm with (libmpdec, expat,
@@ -151,7 +156,7 @@ package_stdlib() {
 key1=$({
 	declare -f build_zlib build_cpython
 	cat "$here/python/cpython-wasi.patch"
-	echo "$PY_UPSTREAM $PY_ORIG_SHA256 $ZLIB_UPSTREAM $ZLIB_ORIG_SHA256"
+	echo "$PY_UPSTREAM $PY_ORIG_SHA256 $ZLIB_UPSTREAM $ZLIB_ORIG_SHA256 $WASI_CC"
 } | sha256sum | cut -c1-16)
 key2=$({
 	echo "$key1 $STACK_SIZE"
