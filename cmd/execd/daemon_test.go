@@ -424,3 +424,47 @@ func TestAuthTokensReloadOnSIGHUP(t *testing.T) {
 		t.Fatalf("a token appears in the logs:\n%s", logs)
 	}
 }
+
+// rssKiB reads a process's resident set size.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kib int
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
+			return kib
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
+	// A client that makes a new workspace on every call: with at most 4 live
+	// interpreters, memory must stop growing however many it makes.
+	d := startDaemon(t, t.TempDir(), "", "", "max_workspaces = 4")
+	c := &mcp{t: t, url: d.url, modern: true}
+	for i := 0; i < 40; i++ {
+		if sc, isErr := c.run("", "var big = new Array(1e5).fill(1); big.length"); isErr {
+			t.Fatalf("call %d: %v", i, sc)
+		}
+	}
+	warm := rssKiB(t, d.cmd.Process.Pid)
+	for i := 0; i < 200; i++ {
+		if sc, isErr := c.run("", "var big = new Array(1e5).fill(1); big.length"); isErr {
+			t.Fatalf("call %d: %v", i, sc)
+		}
+	}
+	after := rssKiB(t, d.cmd.Process.Pid)
+	// 200 more workspaces at ~3 MiB each would add ~600 MiB if they were
+	// kept; evicted ones must give their memory back to the Go heap.
+	if after > warm+96*1024 {
+		t.Fatalf("RSS grew from %d KiB to %d KiB over 200 new workspaces with max_workspaces = 4", warm, after)
+	}
+	t.Logf("RSS after 40 workspaces: %d KiB; after 240: %d KiB", warm, after)
+	d.stop()
+}
