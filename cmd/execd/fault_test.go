@@ -1,0 +1,896 @@
+package main
+
+// Fault tests: hostile code next to a well-behaved neighbour, clients that
+// vanish mid-stream, SIGTERM with many calls in flight (HTTP and stdio), and
+// SIGKILL in the middle of runs. Like daemon_test.go they drive the real
+// binary with the real JavaScript guest, and they read the daemon's own
+// goroutine count and resident memory through server.debug_listen and
+// /proc, so that a leak of a goroutine or of a whole sandbox per call shows.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// probe reads a daemon's resources: goroutines through its debug listener,
+// resident memory through /proc.
+type probe struct {
+	t     *testing.T
+	debug string // http://127.0.0.1:port/debug/pprof/
+	pid   int
+	hc    *http.Client
+}
+
+var (
+	debugURLRE  = regexp.MustCompile(`debug listener\s+\{"url": "(http://[^"]+)"`)
+	listenURLRE = regexp.MustCompile(`listening\s+\{"url": "(http://[^"]+)"`)
+)
+
+// startProbedDaemon is startDaemon with server.debug_listen on a free
+// loopback port. startDaemon takes the first "url" it logs, which is then the
+// debug listener's, so this one tells the two log lines apart by message.
+// serverTOML is added to [server]; more[0] holds other tables.
+func startProbedDaemon(t *testing.T, dataDir, serverTOML string, more ...string) (*daemon, *probe) {
+	t.Helper()
+	moreTOML := ""
+	if len(more) > 0 {
+		moreTOML = more[0]
+	}
+	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
+	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ndebug_listen = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n", serverTOML, moreTOML, dataDir)
+	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "-config", cfgFile)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
+	urlc, debugc := make(chan string, 1), make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.stderr.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+			if m := debugURLRE.FindStringSubmatch(sc.Text()); m != nil {
+				debugc <- m[1]
+			}
+		}
+	}()
+	go func() { d.exited <- cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			d.cmd.Process.Kill()
+			<-d.exited
+		}
+	})
+	var debug string
+	for d.url == "" || debug == "" {
+		select {
+		case d.url = <-urlc:
+		case debug = <-debugc:
+		case err := <-d.exited:
+			t.Fatalf("execd exited at start: %v\n%s", err, d.logs())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("execd did not start\n%s", d.logs())
+		}
+	}
+	return d, &probe{t: t, debug: debug, pid: cmd.Process.Pid,
+		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+}
+
+var goroutineTotalRE = regexp.MustCompile(`^goroutine profile: total (\d+)`)
+
+// goroutines is the daemon's goroutine count. The request that asks is
+// served by a goroutine of its own, which is counted every time alike.
+func (p *probe) goroutines() int {
+	p.t.Helper()
+	resp, err := p.hc.Get(p.debug + "goroutine?debug=1")
+	if err != nil {
+		p.t.Fatalf("goroutine profile: %v", err)
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	m := goroutineTotalRE.FindStringSubmatch(line)
+	if m == nil {
+		p.t.Fatalf("goroutine profile starts with %q", line)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// goroutineDump is the daemon's goroutine stacks, for failure messages.
+func (p *probe) goroutineDump() string {
+	resp, err := p.hc.Get(p.debug + "goroutine?debug=1")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// rssKiB is the daemon's VmRSS.
+func (p *probe) rssKiB() int64 {
+	p.t.Helper()
+	n, err := vmRSS(p.pid)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return n
+}
+
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// gc makes the daemon collect garbage (the heap profile's gc=1 runs
+// runtime.GC first), so that freed sandbox memory becomes free heap that the
+// Go scavenger then returns to the system; without it an idle daemon may
+// hold on to freed memory until its next periodic collection.
+func (p *probe) gc() {
+	p.t.Helper()
+	resp, err := p.hc.Get(p.debug + "heap?gc=1&debug=1")
+	if err != nil {
+		p.t.Fatalf("heap profile: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// baseline waits for the daemon to be quiet and returns its goroutine count
+// and RSS. Idle keep-alive connections each hold a server goroutine, so the
+// clients' idle connections are closed first.
+func (p *probe) baseline() (int, int64) {
+	p.t.Helper()
+	http.DefaultClient.CloseIdleConnections()
+	g := p.goroutines()
+	for i := 0; i < 50; i++ { // at most ~5s for connection goroutines to end
+		time.Sleep(100 * time.Millisecond)
+		n := p.goroutines()
+		if n == g {
+			break
+		}
+		g = n
+	}
+	p.gc()
+	time.Sleep(200 * time.Millisecond)
+	return g, p.rssKiB()
+}
+
+// goroutineSlack is how many goroutines above the baseline still count as
+// "back to baseline": the runtime and net/http start and stop a few of their
+// own (timers, a connection being torn down), but a leak of one goroutine
+// per call, or of a call's heartbeat, stream or worker goroutine, exceeds it
+// after the calls these tests make.
+const goroutineSlack = 3
+
+// settleGoroutines polls (bounded) until the goroutine count is within
+// goroutineSlack of base.
+func (p *probe) settleGoroutines(what string, base int) {
+	p.t.Helper()
+	http.DefaultClient.CloseIdleConnections()
+	n := 0
+	for i := 0; i < 100; i++ { // at most ~10s
+		if n = p.goroutines(); n <= base+goroutineSlack {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.t.Errorf("%s: %d goroutines, baseline %d (+%d allowed)\n%s", what, n, base, goroutineSlack, p.goroutineDump())
+}
+
+// rssSlackKiB bounds RSS after a hostile run, once the workspace is gone.
+// Measured (make guests; max_memory_mib = 128): idle 55-70 MiB; a memory bomb
+// drives RSS to ~470 MiB (linear memory grows by copying, and the Go heap
+// holds the old and new copies until a collection); after the workspace is
+// deleted and a GC runs, the scavenger returns it within a few seconds and
+// RSS is back within ~5 MiB of the baseline. 64 MiB is generous for
+// allocator noise, yet a sandbox leaked per hostile call (128 MiB of linear
+// memory each, ~3x that in RSS at its peak) cannot hide under it.
+const rssSlackKiB = 64 << 10
+
+// settleRSS polls (bounded), collecting garbage each time, until RSS is
+// within rssSlackKiB of base.
+func (p *probe) settleRSS(what string, base int64) int64 {
+	p.t.Helper()
+	var n int64
+	for i := 0; i < 60; i++ { // at most ~30s
+		p.gc()
+		if n = p.rssKiB(); n <= base+rssSlackKiB {
+			return n
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	p.t.Errorf("%s: RSS %d MiB, baseline %d MiB (+%d allowed)", what, n>>10, base>>10, rssSlackKiB>>10)
+	return n
+}
+
+// stream is one JSON-RPC request over HTTP whose answer is read as it comes
+// (JSON or SSE). It never calls t.Fatal, so goroutines may use it.
+type stream struct {
+	url     string
+	modern  bool
+	session string
+	hc      *http.Client
+}
+
+// call posts one request with the given id and reads the answer. onFrame
+// sees every notification before the answer; if it returns false the
+// stream is closed at once (the client goes away) and call returns
+// errDisconnected.
+func (s stream) call(ctx context.Context, id any, method string, params map[string]any, onFrame func(map[string]any) bool) (map[string]any, error) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	req, err := s.request(ctx, id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req = req.WithContext(ctx)
+	hc := s.hc
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		var msg map[string]any
+		if err := json.Unmarshal(b, &msg); err != nil {
+			return nil, fmt.Errorf("HTTP %d: %q", resp.StatusCode, b)
+		}
+		return msg, nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg map[string]any
+		if err := json.Unmarshal([]byte(data), &msg); err != nil {
+			return nil, fmt.Errorf("bad SSE data %q", data)
+		}
+		if _, isNote := msg["method"]; isNote {
+			if onFrame != nil && !onFrame(msg) {
+				cancel()
+				return nil, errDisconnected
+			}
+			continue
+		}
+		return msg, nil
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errNoAnswer
+}
+
+var (
+	errDisconnected = errors.New("the client closed the stream")
+	errNoAnswer     = errors.New("the stream ended without an answer")
+)
+
+func (s stream) request(ctx context.Context, id any, method string, params map[string]any) (*http.Request, error) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	if s.modern {
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+		params["_meta"] = meta
+		h.Set("MCP-Protocol-Version", "2026-07-28")
+		h.Set("Mcp-Method", method)
+		if n, ok := params["name"].(string); ok {
+			h.Set("Mcp-Name", n)
+		}
+		if args, ok := params["arguments"].(map[string]any); ok {
+			if ws, ok := args["workspace"].(string); ok {
+				h.Set("Mcp-Param-Workspace", ws)
+			}
+		}
+	} else {
+		h.Set("Mcp-Session-Id", s.session)
+		h.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	return req, nil
+}
+
+// execParams are the params of an execute_code call with a progress token.
+func execParams(ws, code string, timeoutMS int, token any) map[string]any {
+	args := map[string]any{"code": code, "language": "javascript", "workspace": ws}
+	if timeoutMS > 0 {
+		args["timeout_ms"] = timeoutMS
+	}
+	p := map[string]any{"name": "execute_code", "arguments": args}
+	if token != nil {
+		p["_meta"] = map[string]any{"progressToken": token}
+	}
+	return p
+}
+
+// structured returns a response's structuredContent and isError, or why
+// the response is not a tool result.
+func structured(msg map[string]any) (map[string]any, bool, error) {
+	res, ok := msg["result"].(map[string]any)
+	if !ok {
+		return nil, false, fmt.Errorf("not a result: %v", msg)
+	}
+	sc, _ := res["structuredContent"].(map[string]any)
+	isErr, _ := res["isError"].(bool)
+	return sc, isErr, nil
+}
+
+// legacySession opens a legacy session (initialize, initialized) and
+// returns its id.
+func legacySession(t *testing.T, url string) string {
+	t.Helper()
+	c := &mcp{t: t, url: url}
+	c.init()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c.session
+}
+
+// hostileCase is one snippet of hostile code and the statuses it may end in.
+type hostileCase struct {
+	name, code string
+	timeoutMS  int
+	status     []string
+}
+
+var hostileCases = []hostileCase{
+	{"infinite loop", "while(true){}", 500, []string{"timeout"}},
+	{"deep recursion", "function f(n){ return f(n + 1) + 1 }; f(0)", 0, []string{"error"}},
+	// A native sort of 4M doubles (~3s in the guest) never polls the
+	// interrupt flag: the soft interrupt cannot stop it, so the sandbox is
+	// killed after the grace (the instance is closed under the running
+	// call, as a trap would) and the workspace comes back fresh.
+	{"hard kill (native sort)", "const a = new Float64Array(1 << 22); let x = 1; for (let i = 0; i < 4096; i++) { x = (x * 1103515245 + 12345) % 2147483648; a[i] = x } for (let n = 4096; n < a.length; n *= 2) a.copyWithin(n, 0, n); a.sort(); 1", 1000, []string{"timeout"}},
+	{"memory bomb", "let a=[]; for(;;) a.push(new Array(1e6).fill(1))", 0, []string{"oom"}},
+	{"output flood", "const l = 'x'.repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(l); 'end'", 0, []string{"ok"}},
+	{"output flood, endless", "for(;;) console.log('y'.repeat(1000))", 1000, []string{"timeout"}},
+	{"promise flood", "for(;;) Promise.resolve().then(()=>{})", 1000, []string{"timeout", "oom"}},
+	{"catastrophic regex", `/(a+)+$/.test("a".repeat(40)+"b")`, 1000, []string{"timeout"}},
+	{"string doubling", "let s = 'x'; for (;;) s += s", 0, []string{"error", "oom"}},
+}
+
+// bystanderCode computes a known value slowly enough to overlap a hostile
+// run in another workspace, and reads the workspace's state.
+const bystanderCode = `(() => { let s = 0; for (let i = 0; i < 300000; i++) s += i % 7; return mark + ":" + s })()`
+
+func bystanderSum() int {
+	s := 0
+	for i := 0; i < 300000; i++ {
+		s += i % 7
+	}
+	return s
+}
+
+// TestHostileCodeNeitherDisturbsNeighboursNorLeaks runs each hostile case in
+// its own workspace while a legacy-era client keeps calling a well-behaved
+// workspace, which must answer right every time with its state intact; after
+// each case (its workspace deleted, since a workspace may legitimately keep
+// what its code allocated) the daemon's goroutines and RSS return to their
+// baseline.
+func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
+	d, p := startProbedDaemon(t, t.TempDir(), "",
+		"[limits]\nmax_memory_mib = 128\nmax_concurrent_runs = 4\n[sandbox]\ninterrupt_grace = \"500ms\"")
+	calm := &mcp{t: t, url: d.url}
+	calm.init()
+	nonce := fmt.Sprintf("n%d", time.Now().UnixNano())
+	if sc, isErr := calm.run("calm", fmt.Sprintf("var mark = %q", nonce)); isErr {
+		t.Fatalf("bystander set-up: %v", sc)
+	}
+	want := fmt.Sprintf("%q", fmt.Sprintf("%s:%d", nonce, bystanderSum()))
+	// Warm up: an instance created and deleted, so that one-time caches are
+	// part of the baseline.
+	warm := &mcp{t: t, url: d.url, modern: true}
+	warm.run("warm", "1")
+	warm.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "warm"}}, nil)
+	baseG, baseRSS := p.baseline()
+	t.Logf("baseline: %d goroutines, RSS %d MiB", baseG, baseRSS>>10)
+
+	hostile := stream{url: d.url, modern: true}
+	neighbourCalls := 0
+	for i, hc := range hostileCases {
+		ws := fmt.Sprintf("hostile-%d", i)
+		type outcome struct {
+			msg map[string]any
+			err error
+		}
+		done := make(chan outcome, 1)
+		started := make(chan struct{})
+		var once sync.Once
+		go func() {
+			msg, err := hostile.call(context.Background(), i+1, "tools/call", execParams(ws, hc.code, hc.timeoutMS, fmt.Sprintf("h%d", i)),
+				func(map[string]any) bool { once.Do(func() { close(started) }); return true })
+			once.Do(func() { close(started) })
+			done <- outcome{msg, err}
+		}()
+		<-started
+		var out outcome
+		calls := 0
+	loop:
+		for calls < 1000 { // bounded; each call takes a few ms to a few hundred
+			sc, isErr := calm.run("calm", bystanderCode)
+			calls++
+			if isErr || sc["result"] != want || sc["status"] != "ok" {
+				t.Errorf("%s: the neighbour's call %d answered %v; want ok %s", hc.name, calls, sc, want)
+			}
+			select {
+			case out = <-done:
+				break loop
+			default:
+			}
+		}
+		if out.msg == nil && out.err == nil {
+			out = <-done
+		}
+		neighbourCalls += calls
+		if out.err != nil {
+			t.Fatalf("%s: %v\n%s", hc.name, out.err, d.logs())
+		}
+		sc, isErr, err := structured(out.msg)
+		if err != nil {
+			t.Fatalf("%s: %v", hc.name, err)
+		}
+		status, _ := sc["status"].(string)
+		ok := false
+		for _, s := range hc.status {
+			ok = ok || status == s
+		}
+		// isError: every status but ok, and ok with truncated output.
+		if !ok || isErr != (status != "ok" || sc["truncated"] == true) {
+			t.Errorf("%s: status %q isError %v; want one of %v: %.300v", hc.name, status, isErr, hc.status, sc)
+		}
+		if strings.Contains(hc.name, "flood") && status == "ok" && sc["truncated"] != true {
+			t.Errorf("%s: output not marked truncated", hc.name)
+		}
+		if strings.HasPrefix(hc.name, "hard kill") && sc["reset"] != true {
+			t.Errorf("%s: not reset: %v", hc.name, sc)
+		}
+		// The hostile workspace itself still works afterwards.
+		after := &mcp{t: t, url: d.url, modern: true}
+		if sc, isErr := after.run(ws, "6*7"); isErr || sc["result"] != "42" {
+			t.Errorf("%s: the workspace after it: %v", hc.name, sc)
+		}
+		after.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
+		p.settleGoroutines(hc.name, baseG)
+		rss := p.settleRSS(hc.name, baseRSS)
+		t.Logf("%-28s status %-8s reset=%-5v neighbour calls %3d; then %d goroutines, RSS %d MiB",
+			hc.name, status, sc["reset"] == true, calls, p.goroutines(), rss>>10)
+	}
+	// Run the memory bomb twice more: a sandbox leaked per call would add
+	// its linear memory each time.
+	for i := 0; i < 2; i++ {
+		c := &mcp{t: t, url: d.url, modern: i == 0}
+		c.init()
+		ws := fmt.Sprintf("bomb-%d", i)
+		if sc, _ := c.run(ws, "let a=[]; for(;;) a.push(new Array(1e6).fill(1))"); sc["status"] != "oom" {
+			t.Errorf("memory bomb %d: %v", i, sc)
+		}
+		c.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
+	}
+	p.settleGoroutines("memory bombs", baseG)
+	rss := p.settleRSS("memory bombs", baseRSS)
+	t.Logf("%d hostile cases (+2 memory bombs), %d neighbour calls, all answered right; final RSS %d MiB", len(hostileCases), neighbourCalls, rss>>10)
+	d.stop()
+}
+
+// TestDisconnectLeavesNothingBehind: a client that closes its stream
+// mid-run. Legacy era (cancel_on_disconnect off): the run goes on to its
+// end, its answer is dropped, and nothing is left. Modern era: the run is
+// cancelled at once, its workspace keeps its state, and nothing is left.
+func TestDisconnectLeavesNothingBehind(t *testing.T) {
+	// Enough run slots for every run at once: timeout_ms counts time spent
+	// waiting for a slot too.
+	d, p := startProbedDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 8")
+	(&mcp{t: t, url: d.url, modern: true}).run("warm", "1")
+	baseG, _ := p.baseline()
+
+	t.Run("legacy", func(t *testing.T) {
+		s := stream{url: d.url, session: legacySession(t, d.url)}
+		for i := 0; i < 5; i++ {
+			ws := fmt.Sprintf("legacy-gone-%d", i)
+			// The run sets a variable after ~300ms of work and then spins
+			// until timeout_ms: the variable proves it went on after the
+			// client left, the timeout bounds it.
+			code := `progress(0, 0, "go"); const t0 = Date.now(); while (Date.now() - t0 < 300) {} var reached = "yes"; while (true) {}`
+			_, err := s.call(context.Background(), 100+i, "tools/call", execParams(ws, code, 2000, fmt.Sprintf("lg%d", i)),
+				func(m map[string]any) bool {
+					params, _ := m["params"].(map[string]any)
+					return params["message"] != "go"
+				})
+			if !errors.Is(err, errDisconnected) {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		// Each workspace's next call waits for the abandoned run to time out
+		// and then sees that it ran on after the disconnect.
+		c := &mcp{t: t, url: d.url, modern: true}
+		for i := 0; i < 5; i++ {
+			sc, isErr := c.run(fmt.Sprintf("legacy-gone-%d", i), "typeof reached === 'string' ? reached : 'no'")
+			if isErr || sc["result"] != `"yes"` {
+				t.Errorf("legacy run %d after the disconnect: %v (want it to have run on)", i, sc)
+			}
+		}
+		p.settleGoroutines("legacy disconnects", baseG)
+	})
+
+	t.Run("modern", func(t *testing.T) {
+		s := stream{url: d.url, modern: true}
+		for i := 0; i < 5; i++ {
+			ws := fmt.Sprintf("modern-gone-%d", i)
+			// No timeout: only the stream's close can stop it.
+			code := `var before = "kept"; progress(0, 0, "go"); while (true) {}`
+			_, err := s.call(context.Background(), 200+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("mg%d", i)),
+				func(m map[string]any) bool {
+					params, _ := m["params"].(map[string]any)
+					return params["message"] != "go"
+				})
+			if !errors.Is(err, errDisconnected) {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		}
+		// If the close had not cancelled the runs, these would wait forever
+		// (bounded by the client's timeout).
+		hc := &http.Client{Timeout: 30 * time.Second}
+		for i := 0; i < 5; i++ {
+			s2 := stream{url: d.url, modern: true, hc: hc}
+			msg, err := s2.call(context.Background(), 300+i, "tools/call", execParams(fmt.Sprintf("modern-gone-%d", i), "before", 0, nil), nil)
+			if err != nil {
+				t.Fatalf("modern run %d was not cancelled by the close: %v", i, err)
+			}
+			sc, isErr, err := structured(msg)
+			if err != nil || isErr || sc["result"] != `"kept"` || sc["status"] != "ok" {
+				t.Errorf("modern workspace %d after the close: %v %v (want its state kept)", i, sc, err)
+			}
+		}
+		hc.CloseIdleConnections()
+		p.settleGoroutines("modern disconnects", baseG)
+	})
+	d.stop()
+}
+
+// TestSIGTERMAnswersFiftyCallsBothEras: 50 calls in flight over HTTP, half
+// legacy and half modern, some running endless loops, some queued behind
+// them in the same workspace, some short enough to finish within the grace.
+// Every call gets its result or a "shutting down" error result, and execd
+// exits 0.
+func TestSIGTERMAnswersFiftyCallsBothEras(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), `shutdown_grace = "1s"`, "[limits]\nmax_concurrent_runs = 4")
+	const n = 50
+	sessions := make([]string, 5)
+	for i := range sessions {
+		sessions[i] = legacySession(t, d.url)
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	type answer struct {
+		i   int
+		msg map[string]any
+		err error
+	}
+	answers := make(chan answer, n)
+	inFlight := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		s := stream{url: d.url, modern: i%2 == 1, hc: hc, session: sessions[i%len(sessions)]}
+		// i%5: 0,1 spin in their own workspace; 2 queues behind workspace
+		// "shared-<i%3>"; 3 spins there; 4 is short.
+		var ws, code string
+		switch i % 5 {
+		case 0, 1:
+			ws, code = fmt.Sprintf("spin-%d", i), "while(true){}"
+		case 2, 3:
+			ws, code = fmt.Sprintf("shared-%d", i%3), "while(true){}"
+		case 4:
+			ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d * 2", i)
+		}
+		go func() {
+			var once sync.Once
+			msg, err := s.call(context.Background(), 1000+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("t%d", i)),
+				func(map[string]any) bool { once.Do(func() { inFlight <- struct{}{} }); return true })
+			once.Do(func() { inFlight <- struct{}{} })
+			answers <- answer{i, msg, err}
+		}()
+	}
+	// Wait until every call is in flight (its stream open: the first frame,
+	// or its answer), or 10s.
+	deadline := time.After(10 * time.Second)
+	for k := 0; k < n; k++ {
+		select {
+		case <-inFlight:
+		case <-deadline:
+			t.Logf("only %d of %d calls reported in flight", k, n)
+			k = n
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	d.stop()
+	counts := map[string]int{}
+	for k := 0; k < n; k++ {
+		a := <-answers
+		if a.err != nil {
+			t.Errorf("call %d: no answer: %v", a.i, a.err)
+			counts["lost"]++
+			continue
+		}
+		if id, _ := a.msg["id"].(float64); int(id) != 1000+a.i {
+			t.Errorf("call %d: answer for id %v", a.i, a.msg["id"])
+		}
+		sc, isErr, err := structured(a.msg)
+		switch {
+		case err != nil:
+			t.Errorf("call %d: %v", a.i, err)
+		case !isErr && a.i%5 == 4 && sc["result"] == strconv.Itoa(2*a.i):
+			counts["result"]++
+		case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
+			counts["shutting down"]++
+		default:
+			t.Errorf("call %d: %v", a.i, sc)
+		}
+	}
+	t.Logf("50 calls at SIGTERM: %v", counts)
+}
+
+// stdioProc is an execd -stdio process driven line by line.
+type stdioProc struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	lines  chan map[string]any
+	exited chan error
+	stderr *bytes.Buffer
+	mu     sync.Mutex
+}
+
+func startStdio(t *testing.T, cfgTOML string) *stdioProc {
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
+	if err := os.WriteFile(cfgFile, []byte(cfgTOML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "-stdio", "-config", cfgFile)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	p := &stdioProc{cmd: cmd, in: in, lines: make(chan map[string]any, 1024), exited: make(chan error, 1), stderr: &bytes.Buffer{}}
+	cmd.Stderr = &lockedWriter{mu: &p.mu, w: p.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"unparsable": sc.Text()}
+			}
+			p.lines <- m
+		}
+		close(p.lines)
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (p *stdioProc) send(t *testing.T, msg map[string]any) {
+	t.Helper()
+	msg["jsonrpc"] = "2.0"
+	b, _ := json.Marshal(msg)
+	if _, err := p.in.Write(append(b, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (p *stdioProc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// TestStdioSIGTERMAnswersCallsInFlight: an execd -stdio process of each era
+// with calls running and queued gets SIGTERM: every call is answered (its
+// result, or a "shutting down" error result) before it exits 0.
+func TestStdioSIGTERMAnswersCallsInFlight(t *testing.T) {
+	for _, modern := range []bool{false, true} {
+		t.Run(map[bool]string{false: "legacy", true: "modern"}[modern], func(t *testing.T) {
+			p := startStdio(t, fmt.Sprintf("[server]\nshutdown_grace = \"500ms\"\n[limits]\nmax_concurrent_runs = 2\n[workspace]\ndata_dir = %q\n", t.TempDir()))
+			meta := func(token string) map[string]any {
+				m := map[string]any{"progressToken": token}
+				if modern {
+					m["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+					m["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+				}
+				return m
+			}
+			if !modern {
+				p.send(t, map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+					"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "fault-test", "version": "1"}}})
+				p.send(t, map[string]any{"method": "notifications/initialized"})
+			}
+			const n = 12
+			for i := 1; i <= n; i++ {
+				ws, code := fmt.Sprintf("w%d", i%4), "while(true){}"
+				if i%4 == 0 {
+					ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d + 1", i)
+				}
+				p.send(t, map[string]any{"id": i, "method": "tools/call", "params": map[string]any{"name": "execute_code",
+					"arguments": map[string]any{"code": code, "language": "javascript", "workspace": ws}, "_meta": meta(fmt.Sprintf("p%d", i))}})
+			}
+			// Wait for the first frames: calls are running.
+			answered := map[int]map[string]any{}
+			timeout := time.After(30 * time.Second)
+			seen := 0
+			for seen < 2 {
+				select {
+				case m, ok := <-p.lines:
+					if !ok {
+						t.Fatalf("stdout closed early\n%s", p.logs())
+					}
+					if m["method"] == "notifications/progress" {
+						seen++
+					} else if id, ok := m["id"].(float64); ok && id > 0 {
+						answered[int(id)] = m
+					}
+				case <-timeout:
+					t.Fatalf("no progress\n%s", p.logs())
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			for m := range p.lines { // ends when the process closes stdout
+				if id, ok := m["id"].(float64); ok && id > 0 {
+					if answered[int(id)] != nil {
+						t.Errorf("id %v answered twice", id)
+					}
+					answered[int(id)] = m
+				}
+			}
+			select {
+			case err := <-p.exited:
+				if err != nil {
+					t.Errorf("exit after SIGTERM: %v\n%s", err, p.logs())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no exit after SIGTERM\n%s", p.logs())
+			}
+			counts := map[string]int{}
+			for i := 1; i <= n; i++ {
+				m := answered[i]
+				if m == nil {
+					t.Errorf("id %d: no answer", i)
+					counts["lost"]++
+					continue
+				}
+				sc, isErr, err := structured(m)
+				switch {
+				case err != nil:
+					t.Errorf("id %d: %v", i, err)
+				case !isErr && i%4 == 0 && sc["result"] == strconv.Itoa(i+1):
+					counts["result"]++
+				case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
+					counts["shutting down"]++
+				default:
+					t.Errorf("id %d: %v", i, sc)
+				}
+			}
+			t.Logf("%d stdio calls at SIGTERM: %v", n, counts)
+			p.in.Close()
+		})
+	}
+}
+
+// TestSIGKILLMidRunKeepsFiles: execd killed outright (no shutdown at all)
+// while runs write files; a new execd on the same data directory finds every
+// file written by a finished run intact and serves the workspaces.
+func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "", "[limits]\nmax_concurrent_runs = 4")
+	c := &mcp{t: t, url: d.url, modern: true}
+	const n = 6
+	for i := 0; i < n; i++ {
+		if sc, isErr := c.run(fmt.Sprintf("k%d", i), fmt.Sprintf(`fs.writeFile("/workspace/f.txt", "file %d"); 1`, i)); isErr {
+			t.Fatalf("write %d: %v", i, sc)
+		}
+	}
+	s := stream{url: d.url, modern: true}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code := fmt.Sprintf(`for (let j = 0; ; j++) fs.writeFile("/workspace/scratch.txt", "scratch %d " + j)`, i)
+			_, _ = s.call(context.Background(), 10+i, "tools/call", execParams(fmt.Sprintf("k%d", i), code, 0, nil), nil)
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	d.cmd.Process.Kill()
+	<-d.exited
+	wg.Wait()
+	d2 := startDaemon(t, data, "")
+	c2 := &mcp{t: t, url: d2.url, modern: true}
+	for i := 0; i < n; i++ {
+		sc, isErr := c2.run(fmt.Sprintf("k%d", i), `fs.readFile("/workspace/f.txt")`)
+		if isErr || sc["result"] != fmt.Sprintf(`"file %d"`, i) {
+			t.Errorf("workspace k%d after SIGKILL: %v", i, sc)
+		}
+	}
+	d2.stop()
+}
