@@ -4,7 +4,7 @@ VERSION ?= 0.1.0
 LDFLAGS := -X execd/internal/frontend.ServerVersion=$(VERSION)
 ARGS    ?=
 
-.PHONY: all build guests run test lint unit e2e bench fuzz clean
+.PHONY: all build guests run test lint unit e2e bench fuzz soak clean
 
 all: build
 
@@ -22,7 +22,7 @@ run: build
 	./bin/execd $(ARGS)
 
 ## test: everything CI runs.
-test: guests lint unit bench fuzz e2e
+test: guests lint unit bench fuzz e2e soak
 
 lint:
 	@out=$$(gofmt -l cmd internal sandbox bench 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -39,6 +39,10 @@ bench:
 
 e2e:
 	bash test/e2e/run.sh
+
+## soak: 64 mixed clients (both eras, HTTP and stdio, cancellations) for SOAK_DURATION.
+soak:
+	bash test/soak/run.sh
 
 ## fuzz: every fuzz target for FUZZTIME (seed corpora always run in unit).
 FUZZTIME ?= 10s
