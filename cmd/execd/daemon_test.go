@@ -468,3 +468,25 @@ func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
 	t.Logf("RSS after 40 workspaces: %d KiB; after 240: %d KiB", warm, after)
 	d.stop()
 }
+
+func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1")
+	busy := make(chan map[string]any, 1)
+	go func() {
+		c := &mcp{t: t, url: d.url, modern: true}
+		args := map[string]any{"code": "while(true){}", "language": "javascript", "workspace": "a", "timeout_ms": 1500}
+		busy <- c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	c := &mcp{t: t, url: d.url, modern: true}
+	args := map[string]any{"code": "6*7", "language": "javascript", "workspace": "b", "timeout_ms": 1000}
+	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
+	sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
+	if sc["status"] != "ok" || sc["result"] != "42" {
+		t.Fatalf("a call that waited for the only run slot longer than its timeout_ms: %v", sc)
+	}
+	if sc := (<-busy)["result"].(map[string]any)["structuredContent"].(map[string]any); sc["status"] != "timeout" {
+		t.Fatalf("the busy call: %v", sc)
+	}
+	d.stop()
+}

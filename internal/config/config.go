@@ -230,8 +230,8 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxOutputBytes < 1024 {
 		bad("limits.max_output_bytes", "must be at least 1024, got %d", c.Limits.MaxOutputBytes)
 	}
-	if c.Limits.MaxMemoryMiB < 16 || c.Limits.MaxMemoryMiB > 4096 {
-		bad("limits.max_memory_mib", "must be between 16 and 4096, got %d", c.Limits.MaxMemoryMiB)
+	if c.Limits.MaxMemoryMiB < 32 || c.Limits.MaxMemoryMiB > 4095 {
+		bad("limits.max_memory_mib", "must be between 32 and 4095, got %d", c.Limits.MaxMemoryMiB)
 	}
 	if c.Limits.MaxConcurrentRuns < 1 {
 		bad("limits.max_concurrent_runs", "must be at least 1, got %d", c.Limits.MaxConcurrentRuns)

@@ -47,6 +47,11 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 	if f.started != nil {
 		f.started <- ws
 	}
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
 	r := worker.Result{Status: worker.StatusOK, Duration: 3 * time.Millisecond}
 	str := func(s string) *string { return &s }
 	code := strings.TrimSpace(req.Code)

@@ -255,18 +255,15 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 			timeout = d
 		}
 	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
 	lang := strings.ToLower(strings.TrimSpace(*a.Language))
 
 	rep := c.reporter(s.cfg.Protocol.ProgressHeartbeat.Duration)
 	defer rep.Stop()
-	rep.Start("started " + lang)
+	rep.Start("accepted " + lang + " code")
+	// The timeout bounds the run, not the wait for a busy workspace or a
+	// run slot: a queued call can still be cancelled by its client.
 	out, err := s.exec.Run(ctx, workspace.Request{
-		Principal: c.principal, Workspace: ws, Language: lang, Code: *a.Code, Sink: rep,
+		Principal: c.principal, Workspace: ws, Language: lang, Code: *a.Code, Sink: rep, Timeout: timeout,
 	})
 	if clientEnded(ctx) {
 		rep.Stop()
@@ -279,10 +276,6 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 		}
 		if errors.Is(context.Cause(ctx), errShutdown) {
 			return fail(ws, "execd is shutting down; the code did not run")
-		}
-		if ctx.Err() != nil {
-			return toolResult(execOutput{Status: string(worker.StatusTimeout), Workspace: ws, Language: lang,
-				Error: fmt.Sprintf("timed out after %s while waiting for the workspace", timeout)}, true), nil
 		}
 		s.log.Error("execute_code", zap.String("workspace", ws), zap.Error(err))
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: %v", err)

@@ -80,6 +80,9 @@ type Request struct {
 	Language  string // a language of the Factory or an alias ("js", "py")
 	Code      string
 	Sink      worker.ProgressSink // may be nil
+	// Timeout bounds the run itself, not the wait for the workspace's
+	// earlier calls or for a run slot. Zero means none.
+	Timeout time.Duration
 }
 
 // Outcome is what Run produced.
@@ -387,7 +390,13 @@ func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 		refused = fsys.Refused()
 	}
 
-	res := r.Run(ctx, req.Code, req.Sink)
+	runCtx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	res := r.Run(runCtx, req.Code, req.Sink)
 
 	if fresh {
 		res.Reset = true
