@@ -49,8 +49,6 @@ type daemon struct {
 	exited chan error
 }
 
-var urlRE = regexp.MustCompile(`"url": "(http://[^"]+)"`)
-
 // startDaemon runs execd and waits until it listens. serverTOML is added to
 // the [server] table; moreTOML (other tables, but not [workspace]) after it;
 // workspaceTOML to the [workspace] table, which gets data_dir.
@@ -63,8 +61,21 @@ func startDaemon(t *testing.T, dataDir, serverTOML string, more ...string) *daem
 	if len(more) > 1 {
 		workspaceTOML = more[1]
 	}
-	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
 	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n%s\n", serverTOML, moreTOML, dataDir, workspaceTOML)
+	d, _ := launch(t, toml, false)
+	return d
+}
+
+var (
+	listenURLRE = regexp.MustCompile(`listening\s+\{"url": "(http://[^"]+)"`)
+	debugURLRE  = regexp.MustCompile(`debug listener\s+\{"url": "(http://[^"]+)"`)
+)
+
+// launch starts execd with the TOML config and waits for its MCP URL and,
+// when withDebug, its debug listener's URL, both read from its log.
+func launch(t *testing.T, toml string, withDebug bool) (*daemon, string) {
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
 	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -75,37 +86,40 @@ func startDaemon(t *testing.T, dataDir, serverTOML string, more ...string) *daem
 		t.Fatal(err)
 	}
 	d := &daemon{t: t, cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
-	urlc := make(chan string, 1)
+	urlc, debugc := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			d.mu.Lock()
 			d.stderr.WriteString(sc.Text() + "\n")
 			d.mu.Unlock()
-			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urlc <- m[1]:
-				default:
-				}
+			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+			if m := debugURLRE.FindStringSubmatch(sc.Text()); m != nil {
+				debugc <- m[1]
 			}
 		}
 	}()
 	go func() { d.exited <- cmd.Wait(); pw.Close() }()
-	select {
-	case d.url = <-urlc:
-	case err := <-d.exited:
-		t.Fatalf("execd exited at start: %v\n%s", err, d.logs())
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("execd did not start\n%s", d.logs())
-	}
 	t.Cleanup(func() {
 		if d.cmd.ProcessState == nil {
 			d.cmd.Process.Kill()
 			<-d.exited
 		}
 	})
-	return d
+	var debug string
+	for d.url == "" || (withDebug && debug == "") {
+		select {
+		case d.url = <-urlc:
+		case debug = <-debugc:
+		case err := <-d.exited:
+			t.Fatalf("execd exited at start: %v\n%s", err, d.logs())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("execd did not start\n%s", d.logs())
+		}
+	}
+	return d, debug
 }
 
 func (d *daemon) logs() string {

@@ -37,67 +37,17 @@ type probe struct {
 	hc    *http.Client
 }
 
-var (
-	debugURLRE  = regexp.MustCompile(`debug listener\s+\{"url": "(http://[^"]+)"`)
-	listenURLRE = regexp.MustCompile(`listening\s+\{"url": "(http://[^"]+)"`)
-)
-
 // startProbedDaemon is startDaemon with server.debug_listen on a free
-// loopback port. startDaemon takes the first "url" it logs, which is then the
-// debug listener's, so this one tells the two log lines apart by message.
-// serverTOML is added to [server]; more[0] holds other tables.
+// loopback port. serverTOML is added to [server]; more[0] holds other tables.
 func startProbedDaemon(t *testing.T, dataDir, serverTOML string, more ...string) (*daemon, *probe) {
 	t.Helper()
 	moreTOML := ""
 	if len(more) > 0 {
 		moreTOML = more[0]
 	}
-	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
 	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ndebug_listen = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n", serverTOML, moreTOML, dataDir)
-	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binPath, "-config", cfgFile)
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{t: t, cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
-	urlc, debugc := make(chan string, 1), make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			d.mu.Lock()
-			d.stderr.WriteString(sc.Text() + "\n")
-			d.mu.Unlock()
-			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-			}
-			if m := debugURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				debugc <- m[1]
-			}
-		}
-	}()
-	go func() { d.exited <- cmd.Wait(); pw.Close() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			d.cmd.Process.Kill()
-			<-d.exited
-		}
-	})
-	var debug string
-	for d.url == "" || debug == "" {
-		select {
-		case d.url = <-urlc:
-		case debug = <-debugc:
-		case err := <-d.exited:
-			t.Fatalf("execd exited at start: %v\n%s", err, d.logs())
-		case <-time.After(60 * time.Second):
-			t.Fatalf("execd did not start\n%s", d.logs())
-		}
-	}
-	return d, &probe{t: t, debug: debug, pid: cmd.Process.Pid,
+	d, debug := launch(t, toml, true)
+	return d, &probe{t: t, debug: debug, pid: d.cmd.Process.Pid,
 		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
 }
 
