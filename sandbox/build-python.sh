@@ -99,7 +99,8 @@ link_guest() {
 		echo ";"
 	} >"$work/driver.h"
 	# shellcheck disable=SC2086
-	$WASI_CC -O2 -g0 -mmutable-globals -Wall -Wextra -Wno-unused-parameter \
+	$WASI_CC -O2 -g0 -DNDEBUG -fmacro-prefix-map="$src"=cpython -fmacro-prefix-map="$here"=sandbox \
+		-mmutable-globals -Wall -Wextra -Wno-unused-parameter \
 		-Wno-missing-field-initializers -I"$src" -I"$src/Include" -I"$work" \
 		-c "$here/python/glue.c" -o "$work/glue.o" || die "glue.c does not compile"
 	# Link with what the Makefile links python.wasm with (libmpdec, expat,
@@ -134,7 +135,8 @@ package_stdlib() {
 	/usr/bin/python3.11 - "$lib" "$out" <<-'EOF' || die "packaging the stdlib failed"
 		import compileall, os, py_compile, sys, zipfile
 		lib, out = sys.argv[1], sys.argv[2]
-		ok = compileall.compile_dir(lib, quiet=2, workers=1, legacy=False,
+		# ddir: the path the guest sees, so the output does not name the build directory.
+		ok = compileall.compile_dir(lib, quiet=2, workers=1, legacy=False, ddir="/usr/local/lib/python3.11",
 		    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
 		names = []
 		for root, dirs, files in os.walk(lib):
