@@ -504,3 +504,31 @@ func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 	}
 	d.stop()
 }
+
+func TestPythonAndJavaScriptShareAWorkspace(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	for _, modern := range []bool{false, true} {
+		c := &mcp{t: t, url: d.url, modern: modern}
+		c.init()
+		ws := fmt.Sprintf("mixed-%v", modern)
+		py := func(code string) (map[string]any, bool) {
+			m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": "python", "workspace": ws}}, nil)
+			res := m["result"].(map[string]any)
+			isErr, _ := res["isError"].(bool)
+			return res["structuredContent"].(map[string]any), isErr
+		}
+		if sc, isErr := py("x = 41\nopen('/workspace/from_py.txt', 'w').write('hello from python')"); isErr {
+			t.Fatalf("modern=%v: %v", modern, sc)
+		}
+		if sc, isErr := py("x + 1"); isErr || sc["result"] != "42" {
+			t.Fatalf("modern=%v: python state: %v", modern, sc)
+		}
+		if sc, isErr := c.run(ws, `fs.readFile("/workspace/from_py.txt")`); isErr || sc["result"] != `"hello from python"` {
+			t.Fatalf("modern=%v: javascript reading python's file: %v", modern, sc)
+		}
+		if sc, isErr := py("1/0"); !isErr || !strings.Contains(sc["error"].(string), "ZeroDivisionError") {
+			t.Fatalf("modern=%v: python exception: %v", modern, sc)
+		}
+	}
+	d.stop()
+}
