@@ -94,10 +94,10 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		}
 		if err != nil {
 			// EOF: no more requests or cancels can come. Calls in flight
-			// may still be read (a client piping requests in), so they get
-			// server.shutdown_grace to answer; then whatever still runs is
-			// stopped and answers nothing.
-			p.drain(&wg, s.cfg.Server.ShutdownGrace.Duration)
+			// may still be read (a client piping requests in), so quick ones
+			// get a moment to answer; then, so that execd exits promptly,
+			// whatever still runs is stopped and answers nothing.
+			p.drain(&wg, min(s.cfg.Server.ShutdownGrace.Duration, eofDrain))
 			cancelAll(errClientGone)
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -109,6 +109,9 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		}
 	}
 }
+
+// eofDrain is the longest calls in flight may take to answer after EOF.
+const eofDrain = time.Second
 
 // drain waits up to grace for the calls in flight to finish.
 func (p *stdioProc) drain(wg *sync.WaitGroup, grace time.Duration) {
