@@ -167,20 +167,7 @@ func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) m
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
 	if c.modern {
-		params["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		}
-		h.Set("MCP-Protocol-Version", "2026-07-28")
-		h.Set("Mcp-Method", method)
-		if n, ok := params["name"].(string); ok {
-			h.Set("Mcp-Name", n)
-		}
-		if args, ok := params["arguments"].(map[string]any); ok {
-			if ws, ok := args["workspace"].(string); ok {
-				h.Set("Mcp-Param-Workspace", ws)
-			}
-		}
+		modernRequest(h, method, params)
 	} else if c.session != "" {
 		h.Set("Mcp-Session-Id", c.session)
 	}
@@ -219,6 +206,28 @@ func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) m
 		c.t.Fatalf("%s: HTTP %d, no answer: %s", method, resp.StatusCode, raw)
 	}
 	return msg
+}
+
+// modernRequest adds the 2026-07-28 envelope to params (keeping any other
+// _meta keys) and the mirrored headers to h.
+func modernRequest(h http.Header, method string, params map[string]any) {
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+	meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+	params["_meta"] = meta
+	h.Set("MCP-Protocol-Version", "2026-07-28")
+	h.Set("Mcp-Method", method)
+	if n, ok := params["name"].(string); ok {
+		h.Set("Mcp-Name", n)
+	}
+	if args, ok := params["arguments"].(map[string]any); ok {
+		if ws, ok := args["workspace"].(string); ok {
+			h.Set("Mcp-Param-Workspace", ws)
+		}
+	}
 }
 
 func (c *mcp) init() {

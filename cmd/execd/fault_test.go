@@ -267,23 +267,7 @@ func (s stream) request(ctx context.Context, id any, method string, params map[s
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
 	if s.modern {
-		meta, _ := params["_meta"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
-		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-		params["_meta"] = meta
-		h.Set("MCP-Protocol-Version", "2026-07-28")
-		h.Set("Mcp-Method", method)
-		if n, ok := params["name"].(string); ok {
-			h.Set("Mcp-Name", n)
-		}
-		if args, ok := params["arguments"].(map[string]any); ok {
-			if ws, ok := args["workspace"].(string); ok {
-				h.Set("Mcp-Param-Workspace", ws)
-			}
-		}
+		modernRequest(h, method, params)
 	} else {
 		h.Set("Mcp-Session-Id", s.session)
 		h.Set("MCP-Protocol-Version", "2025-11-25")

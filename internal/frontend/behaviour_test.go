@@ -451,3 +451,29 @@ func TestStdioAnswersRequestsPipedBeforeEOF(t *testing.T) {
 		t.Fatalf("piped call unanswered:\n%s", out.String())
 	}
 }
+
+func TestStdioBatchIn20250326(t *testing.T) {
+	s := newTestServer(testConfig(), &fakeExec{})
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}
+[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":4,"method":"nope"}]
+`)
+	var out strings.Builder
+	if err := s.ServeStdio(context.Background(), in, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want the initialize answer and one batch line:\n%s", out.String())
+	}
+	var batch []map[string]any
+	if err := json.Unmarshal([]byte(lines[1]), &batch); err != nil || len(batch) != 3 {
+		t.Fatalf("batch answer %s", lines[1])
+	}
+	got := map[float64]bool{}
+	for _, m := range batch {
+		got[m["id"].(float64)] = true
+	}
+	if !got[2] || !got[3] || !got[4] || !strings.Contains(lines[1], `\"result\":\"42\"`) || !strings.Contains(lines[1], `-32601`) {
+		t.Fatalf("batch answer %s", lines[1])
+	}
+}

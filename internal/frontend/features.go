@@ -27,7 +27,7 @@ func (s *Server) addFeatureMethods(m map[string]method) {
 		m["prompts/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *call) (any, *jsonrpc.Error) {
 			return s.cacheable(c, map[string]any{"prompts": ps.list}), nil
 		}}
-		m["prompts/get"] = method{legacy: true, modern: true, nameField: "name", h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
+		m["prompts/get"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
 			var p struct {
 				Name      string            `json:"name"`
 				Arguments map[string]string `json:"arguments"`
@@ -45,7 +45,7 @@ func (s *Server) addFeatureMethods(m map[string]method) {
 		m["resources/templates/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *call) (any, *jsonrpc.Error) {
 			return s.cacheable(c, map[string]any{"resourceTemplates": rs.templates}), nil
 		}}
-		m["resources/read"] = method{legacy: true, modern: true, nameField: "uri", h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
+		m["resources/read"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
 			var p struct {
 				URI string `json:"uri"`
 			}

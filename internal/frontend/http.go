@@ -344,7 +344,7 @@ func (h *httpReq) serveModern(msg *jsonrpc.Message, meta requestMeta, hdrVersion
 		h.fail(http.StatusBadRequest, msg.ID, versionError(meta.version))
 		return
 	}
-	if jerr := h.checkMethodHeaders(msg); jerr != nil {
+	if jerr := h.checkMethodHeaders(msg, meta); jerr != nil {
 		h.fail(http.StatusBadRequest, msg.ID, jerr)
 		return
 	}
@@ -370,7 +370,7 @@ func (h *httpReq) serveModern(msg *jsonrpc.Message, meta requestMeta, hdrVersion
 }
 
 // checkMethodHeaders validates Mcp-Method and Mcp-Name (MH-6, MH-7).
-func (h *httpReq) checkMethodHeaders(msg *jsonrpc.Message) *jsonrpc.Error {
+func (h *httpReq) checkMethodHeaders(msg *jsonrpc.Message, meta requestMeta) *jsonrpc.Error {
 	vals := h.r.Header.Values("Mcp-Method")
 	if len(vals) == 0 {
 		return headerError("Mcp-Method", msg.Method, "")
@@ -382,19 +382,15 @@ func (h *httpReq) checkMethodHeaders(msg *jsonrpc.Message) *jsonrpc.Error {
 	if got != msg.Method {
 		return headerError("Mcp-Method", msg.Method, got)
 	}
-	var field string
+	var want string
 	switch msg.Method {
 	case "tools/call", "prompts/get":
-		field = "name"
+		want = rawString(meta.head.Name)
 	case "resources/read":
-		field = "uri"
+		want = rawString(meta.head.URI)
 	default:
 		return nil
 	}
-	var p map[string]json.RawMessage
-	_ = json.Unmarshal(msg.Params, &p)
-	var want string
-	_ = json.Unmarshal(p[field], &want)
 	nv := h.r.Header.Values("Mcp-Name")
 	if len(nv) == 0 {
 		return headerError("Mcp-Name", want, "")
@@ -412,7 +408,7 @@ func (h *httpReq) checkMethodHeaders(msg *jsonrpc.Message) *jsonrpc.Error {
 // checkToolHeaders validates the client capabilities a tool needs (MM-2)
 // and its Mcp-Param-* headers (MH-8).
 func (h *httpReq) checkToolHeaders(msg *jsonrpc.Message, meta requestMeta) (int, *jsonrpc.Error) {
-	p, jerr := parseToolCall(msg.Params)
+	p, jerr := parseToolCall(meta)
 	if jerr != nil {
 		return http.StatusOK, nil // the handler answers in-band
 	}
@@ -423,6 +419,9 @@ func (h *httpReq) checkToolHeaders(msg *jsonrpc.Message, meta requestMeta) (int,
 	if miss := missingCapabilities(t.needs, meta.capabilities); miss != nil {
 		return http.StatusBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeMissingCapability,
 			Message: "Missing required client capability", Data: map[string]any{"requiredCapabilities": miss}}
+	}
+	if len(t.headers) == 0 {
+		return http.StatusOK, nil
 	}
 	var args map[string]json.RawMessage
 	_ = json.Unmarshal(p.Arguments, &args)

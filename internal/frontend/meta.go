@@ -47,8 +47,11 @@ func isLegacyVersion(v string) bool {
 
 func isModernVersion(v string) bool { return v == VersionModern }
 
-// requestMeta is what execd reads of params._meta.
+// requestMeta is what execd reads of a request's params: _meta, and the
+// head fields that routing and validation need, parsed once per request.
 type requestMeta struct {
+	head          paramsHead
+	headOK        bool // params is a JSON object
 	present       bool // params._meta is an object
 	claim         bool // it has io.modelcontextprotocol/protocolVersion
 	version       string
@@ -58,28 +61,40 @@ type requestMeta struct {
 	raw           map[string]json.RawMessage
 }
 
-// paramsHead is the part of params every method may carry.
+// paramsHead is the part of params read before a handler runs: _meta,
+// the name or uri that Mcp-Name mirrors, and a tool call's arguments.
 type paramsHead struct {
-	Meta map[string]json.RawMessage `json:"_meta"`
-	Name json.RawMessage            `json:"name"`
-	URI  json.RawMessage            `json:"uri"`
+	Meta      json.RawMessage `json:"_meta"`
+	Name      json.RawMessage `json:"name"`
+	URI       json.RawMessage `json:"uri"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      json.RawMessage `json:"task"`
 }
 
-// readMeta extracts _meta without judging it. A params that is not an
-// object, or a _meta that is not an object, yields no claim.
+// rawString is a head field as a string; "" when absent or not a string.
+func rawString(b json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(b, &s)
+	return s
+}
+
+// readMeta reads params' head and extracts _meta without judging it. A
+// params that is not an object, or a _meta that is not an object, yields no
+// claim.
 func readMeta(params json.RawMessage) requestMeta {
 	var m requestMeta
 	if len(params) == 0 || params[0] != '{' {
 		return m
 	}
-	var head struct {
-		Meta json.RawMessage `json:"_meta"`
+	if json.Unmarshal(params, &m.head) != nil {
+		return m
 	}
-	if json.Unmarshal(params, &head) != nil || len(head.Meta) == 0 {
+	m.headOK = true
+	if len(m.head.Meta) == 0 {
 		return m
 	}
 	var raw map[string]json.RawMessage
-	if json.Unmarshal(head.Meta, &raw) != nil || raw == nil {
+	if json.Unmarshal(m.head.Meta, &raw) != nil || raw == nil {
 		return m
 	}
 	m.present = true

@@ -274,8 +274,6 @@ type method struct {
 	h      handler
 	legacy bool // served in the legacy era
 	modern bool // served in the modern era
-	// nameField is the params field Mcp-Name mirrors ("name", "uri").
-	nameField string
 }
 
 func (s *Server) methods() map[string]method {
@@ -285,7 +283,7 @@ func (s *Server) methods() map[string]method {
 		"server/discover":      {h: s.discover, modern: true},
 		"subscriptions/listen": {h: s.listen, modern: true},
 		"tools/list":           {h: s.listTools, legacy: true, modern: true},
-		"tools/call":           {h: s.callTool, legacy: true, modern: true, nameField: "name"},
+		"tools/call":           {h: s.callTool, legacy: true, modern: true},
 	}
 	s.addFeatureMethods(m)
 	return m

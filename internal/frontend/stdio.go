@@ -181,7 +181,7 @@ func (p *stdioProc) handleLine(ctx context.Context, line []byte, wg *sync.WaitGr
 	if c == nil {
 		return // answered inline (initialize, ping before pinning)
 	}
-	p.start(ctx, c, m, wg)
+	p.start(ctx, c, m, wg, p.writeAnswer)
 }
 
 // admit validates a request against the process's pin and pins it on the
@@ -207,7 +207,7 @@ func (p *stdioProc) admit(msg *jsonrpc.Message) (*call, method, *jsonrpc.Error) 
 			return nil, method{}, jerr
 		}
 		if msg.Method == "tools/call" {
-			if p, jerr := parseToolCall(msg.Params); jerr == nil {
+			if p, jerr := parseToolCall(meta); jerr == nil {
 				if t := s.tools.byName[p.Name]; t != nil {
 					if miss := missingCapabilities(t.needs, meta.capabilities); miss != nil {
 						return nil, method{}, &jsonrpc.Error{Code: jsonrpc.CodeMissingCapability,
@@ -269,16 +269,16 @@ func mustResult(id jsonrpc.ID, res any) []byte {
 	return b
 }
 
-// start runs a call on its own goroutine and writes its answer, unless the
-// client cancelled it.
-func (p *stdioProc) start(parent context.Context, c *call, m method, wg *sync.WaitGroup) {
+// start runs a call on its own goroutine, counted in wg, and hands its
+// encoded answer to answer, unless the client cancelled it.
+func (p *stdioProc) start(parent context.Context, c *call, m method, wg *sync.WaitGroup, answer func([]byte)) {
 	s := p.s
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	stop := context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
 	if !s.inflight.add(stdioScope, c.id, cancel) {
 		stop()
 		cancel(nil)
-		p.writeError(c.id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: request id %s is already in use", c.id))
+		answer(jsonrpc.EncodeError(c.id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: request id %s is already in use", c.id)))
 		return
 	}
 	s.calls.Add(1)
@@ -298,15 +298,20 @@ func (p *stdioProc) start(parent context.Context, c *call, m method, wg *sync.Wa
 			status = "cancelled"
 		case jerr != nil:
 			status = "error"
-			p.writeError(c.id, jerr)
+			answer(jsonrpc.EncodeError(c.id, jerr))
 		default:
 			b, _ := jsonrpc.EncodeResult(c.id, res)
-			if err := p.write(b); err != nil {
-				s.log.Warn("stdout write failed", zap.Error(err))
-			}
+			answer(b)
 		}
 		s.logCall(c, begin, status)
 	}()
+}
+
+// writeAnswer is start's answer for a single request: one line on stdout.
+func (p *stdioProc) writeAnswer(b []byte) {
+	if err := p.write(b); err != nil {
+		p.s.log.Warn("stdout write failed", zap.Error(err))
+	}
 }
 
 // handleBatch answers a batch line: allowed only after a 2025-03-26
@@ -325,13 +330,22 @@ func (p *stdioProc) handleBatch(ctx context.Context, line []byte, wg *sync.WaitG
 	var out []json.RawMessage
 	var mu sync.Mutex
 	var bwg sync.WaitGroup
+	collect := func(b []byte) {
+		mu.Lock()
+		out = append(out, b)
+		mu.Unlock()
+	}
 	for _, it := range items {
 		msg, jerr := jsonrpc.Decode(it)
-		if jerr == nil && (msg.Method == "initialize" || readMeta(msg.Params).claim) {
+		var meta requestMeta
+		if jerr == nil {
+			meta = readMeta(msg.Params)
+		}
+		if jerr == nil && (msg.Method == "initialize" || meta.claim) {
 			jerr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch may not carry initialize or a modern _meta")
 		}
 		if jerr != nil {
-			out = append(out, jsonrpc.EncodeError(jsonrpc.NullID, jerr))
+			collect(jsonrpc.EncodeError(jsonrpc.NullID, jerr))
 			continue
 		}
 		switch {
@@ -346,43 +360,13 @@ func (p *stdioProc) handleBatch(ctx context.Context, line []byte, wg *sync.WaitG
 		}
 		m, jerr := s.lookup(EraLegacy, msg.Method)
 		if jerr != nil {
-			out = append(out, jsonrpc.EncodeError(msg.ID, jerr))
+			collect(jsonrpc.EncodeError(msg.ID, jerr))
 			continue
 		}
 		c := &call{era: EraLegacy, version: p.version, principal: LocalPrincipal, transport: "stdio",
-			id: msg.ID, method: msg.Method, params: msg.Params, meta: readMeta(msg.Params), proc: p, out: stdioOut{p},
+			id: msg.ID, method: msg.Method, params: msg.Params, meta: meta, proc: p, out: stdioOut{p},
 			logMin: int(p.logMin.Load())}
-		cctx, cancel := context.WithCancelCause(s.runCtx)
-		stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-		if !s.inflight.add(stdioScope, c.id, cancel) {
-			stop()
-			cancel(nil)
-			out = append(out, jsonrpc.EncodeError(c.id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: request id %s is already in use", c.id)))
-			continue
-		}
-		s.calls.Add(1)
-		bwg.Add(1)
-		go func() {
-			defer bwg.Done()
-			defer s.calls.Done()
-			defer cancel(nil)
-			defer stop()
-			defer s.inflight.remove(stdioScope, c.id)
-			res, jerr := s.serve(cctx, c, m)
-			c.finish()
-			var b []byte
-			switch {
-			case jerr != nil:
-				b = jsonrpc.EncodeError(c.id, jerr)
-			case res == nil || clientEnded(cctx):
-				return
-			default:
-				b, _ = jsonrpc.EncodeResult(c.id, res)
-			}
-			mu.Lock()
-			out = append(out, b)
-			mu.Unlock()
-		}()
+		p.start(ctx, c, m, &bwg, collect)
 	}
 	wg.Add(1)
 	go func() {

@@ -73,18 +73,21 @@ func (s *Server) listTools(_ context.Context, c *call) (any, *jsonrpc.Error) {
 
 // toolCallParams is params of tools/call.
 type toolCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Task      json.RawMessage `json:"task"`
+	Name      string
+	Arguments json.RawMessage
+	Task      json.RawMessage
 }
 
-func parseToolCall(params json.RawMessage) (toolCallParams, *jsonrpc.Error) {
-	var p toolCallParams
-	if len(params) == 0 {
-		return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs params with a tool name")
+// parseToolCall reads tools/call params from the request's parsed head.
+func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
+	if !m.headOK {
+		return toolCallParams{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs params with a tool name")
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+	p := toolCallParams{Arguments: m.head.Arguments, Task: m.head.Task}
+	if len(m.head.Name) > 0 {
+		if err := json.Unmarshal(m.head.Name, &p.Name); err != nil {
+			return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the tool name must be a string")
+		}
 	}
 	if p.Name == "" {
 		return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs a tool name")
@@ -93,7 +96,7 @@ func parseToolCall(params json.RawMessage) (toolCallParams, *jsonrpc.Error) {
 }
 
 func (s *Server) callTool(ctx context.Context, c *call) (any, *jsonrpc.Error) {
-	p, jerr := parseToolCall(c.params)
+	p, jerr := parseToolCall(c.meta)
 	if jerr != nil {
 		return nil, jerr
 	}
