@@ -127,6 +127,7 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("listening", zap.String("url", "http://"+ln.Addr().String()+cfg.Server.Path))
+	_ = log.Sync()
 	for {
 		select {
 		case err := <-errc:
@@ -235,6 +236,17 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), lvl)
-	return zap.New(core), nil
+	// One line per call would cost a write(2) per call: lines are buffered
+	// and leave within logFlushEvery, at once for warnings and errors, and
+	// on Sync (start-up, shutdown).
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(os.Stderr), Size: 256 << 10, FlushInterval: logFlushEvery}
+	core := zapcore.NewCore(enc, ws, lvl)
+	return zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if e.Level >= zapcore.WarnLevel {
+			return ws.Sync()
+		}
+		return nil
+	})), nil
 }
+
+const logFlushEvery = 200 * time.Millisecond

@@ -603,14 +603,14 @@ func (h *httpReq) run(c *call, m method, cancelOnClose bool, scope string) {
 		status = "error"
 		b := jsonrpc.EncodeError(c.id, jerr)
 		if sw != nil {
-			_ = sw.event(b)
+			_ = sw.last(b)
 		} else {
 			writeJSON(h.w, http.StatusOK, b)
 		}
 	default:
-		b, _ := jsonrpc.EncodeResult(c.id, res)
+		b := jsonrpc.EncodeRawResult(c.id, res)
 		if sw != nil {
-			if sw.event(b) != nil {
+			if sw.last(b) != nil {
 				status = "undelivered"
 			}
 		} else {
@@ -727,6 +727,30 @@ var errStreamEnded = errors.New("stream ended")
 func (s *sseWriter) write(parts ...[]byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.put(parts); err != nil {
+		return err
+	}
+	s.f.Flush()
+	s.flushed = true
+	return nil
+}
+
+// last writes the stream's final event and ends the stream. It is not
+// flushed: the handler returns next and net/http sends what is buffered in
+// one write, so a stream whose only event is its answer costs one write
+// (with a Content-Length) instead of a flush and a closing chunk.
+func (s *sseWriter) last(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.put([][]byte{sseData, b, sseEnd}); err != nil {
+		return err
+	}
+	s.err = errStreamEnded
+	return nil
+}
+
+// put writes parts unless the stream has failed or ended; s.mu is held.
+func (s *sseWriter) put(parts [][]byte) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -736,8 +760,6 @@ func (s *sseWriter) write(parts ...[]byte) error {
 			return err
 		}
 	}
-	s.f.Flush()
-	s.flushed = true
 	return nil
 }
 
@@ -865,6 +887,5 @@ func (s *Server) serveQuiet(reqCtx context.Context, sess *session, principal str
 	case res == nil:
 		return nil
 	}
-	b, _ := jsonrpc.EncodeResult(msg.ID, res)
-	return b
+	return jsonrpc.EncodeRawResult(msg.ID, res)
 }

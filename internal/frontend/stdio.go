@@ -300,8 +300,7 @@ func (p *stdioProc) start(parent context.Context, c *call, m method, wg *sync.Wa
 			status = "error"
 			answer(jsonrpc.EncodeError(c.id, jerr))
 		default:
-			b, _ := jsonrpc.EncodeResult(c.id, res)
-			answer(b)
+			answer(jsonrpc.EncodeRawResult(c.id, res))
 		}
 		s.logCall(c, begin, status)
 	}()

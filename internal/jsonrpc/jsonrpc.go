@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Standard and MCP error codes.
@@ -62,14 +63,19 @@ func (id ID) Valid() bool {
 		var s string
 		return json.Unmarshal(id.raw, &s) == nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		var n json.Number
-		if json.Unmarshal(id.raw, &n) != nil {
-			return false
-		}
-		_, err := n.Int64()
-		return err == nil
+		// JSON integers only: no fraction or exponent, and within int64.
+		_, err := strconv.ParseInt(string(id.raw), 10, 64)
+		return err == nil && (id.raw[0] != '-' || len(id.raw) > 1) && !leadingZero(id.raw)
 	}
 	return false
+}
+
+// leadingZero reports a number JSON forbids, such as 01 or -012.
+func leadingZero(b []byte) bool {
+	if b[0] == '-' {
+		b = b[1:]
+	}
+	return len(b) > 1 && b[0] == '0'
 }
 
 // Key is a string that identifies the id with its type ("3" and 3 differ).
@@ -162,7 +168,9 @@ func Decode(b []byte) (*Message, *Error) {
 	m.JSONRPC = "2.0"
 	if raw, ok := fields["method"]; ok {
 		m.hasMethod = true
-		if err := json.Unmarshal(raw, &m.Method); err != nil {
+		if name, ok := plainString(raw); ok {
+			m.Method = name
+		} else if err := json.Unmarshal(raw, &m.Method); err != nil {
 			return m, m.invalid(`Invalid Request: "method" must be a string`)
 		}
 		m.methodIsStr = true
@@ -203,6 +211,21 @@ func Decode(b []byte) (*Message, *Error) {
 	return m, nil
 }
 
+// plainString reads a JSON string that has no escapes without the decoder;
+// anything else is left to encoding/json.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(body), true
+}
+
 func (m *Message) invalid(msg string) *Error {
 	return &Error{Code: CodeInvalidRequest, Message: msg}
 }
@@ -221,6 +244,22 @@ func EncodeResult(id ID, result any) ([]byte, error) {
 		result = struct{}{}
 	}
 	return json.Marshal(response{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+// EncodeRawResult builds a success response around a result that
+// encoding/json already produced (valid, compact JSON), without encoding it
+// a second time.
+func EncodeRawResult(id ID, result json.RawMessage) []byte {
+	if len(result) == 0 {
+		result = json.RawMessage("{}")
+	}
+	idRaw, _ := id.MarshalJSON()
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(idRaw)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idRaw...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
 }
 
 // EncodeError marshals an error response. An absent id is sent as null.

@@ -20,6 +20,10 @@ func TestDecodeKinds(t *testing.T) {
 		{in: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}`, resp: true, id: "3"},
 		{in: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, code: CodeInvalidRequest},
 		{in: `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}`, code: CodeInvalidRequest},
+		{in: `{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}`, req: true, id: "-9223372036854775808"},
+		{in: `{"jsonrpc":"2.0","id":"\u00e9","method":"tools\/list"}`, req: true, id: `"\u00e9"`},
 		{in: `{"jsonrpc":"2.0","id":{},"method":"ping"}`, code: CodeInvalidRequest},
 		{in: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
 		{in: `{"id":1,"method":"ping"}`, code: CodeInvalidRequest, id: "1"},
@@ -66,6 +70,15 @@ func TestIDKeepsItsType(t *testing.T) {
 			t.Errorf("got %s; want %s", b, want)
 		}
 	}
+	for _, raw := range []string{`7`, `"7"`, `"\u00e9\n"`} {
+		m, _ := Decode([]byte(`{"jsonrpc":"2.0","id":` + raw + `,"method":"m"}`))
+		for _, res := range []string{`{}`, `{"content":[{"type":"text","text":"2"}],"isError":false}`} {
+			want, _ := EncodeResult(m.ID, json.RawMessage(res))
+			if got := EncodeRawResult(m.ID, json.RawMessage(res)); string(got) != string(want) {
+				t.Errorf("EncodeRawResult = %s; EncodeResult = %s", got, want)
+			}
+		}
+	}
 	if string(EncodeError(ID{}, Errorf(CodeParseError, "x"))) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}` {
 		t.Error("absent id must encode as null in an error")
 	}
@@ -105,6 +118,25 @@ func FuzzDecode(f *testing.F) {
 			if err != nil || !json.Valid(out) {
 				t.Fatalf("cannot echo id of %q", b)
 			}
+			if raw := EncodeRawResult(m.ID, json.RawMessage(`{}`)); string(raw) != string(out) {
+				t.Fatalf("EncodeRawResult %s differs from EncodeResult %s", raw, out)
+			}
 		}
 	})
+}
+
+func TestMethodNames(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"tools/call"`:      "tools/call",
+		`"tools\/call"`:     "tools/call",
+		`"caf\u00e9"`:       "café",
+		`"café"`:            "café",
+		`"a\"b"`:            `a"b`,
+		`"notifications/x"`: "notifications/x",
+	} {
+		m, e := Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":` + raw + `}`))
+		if e != nil || m.Method != want {
+			t.Errorf("method %s: got %q, %v; want %q", raw, m.Method, e, want)
+		}
+	}
 }
