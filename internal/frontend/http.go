@@ -179,23 +179,12 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	sw.begin()
+	sw.begin(keepAliveEvery)
 	defer sw.end()
-	t := time.NewTicker(keepAliveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-sess.ctx.Done():
-			return
-		case <-s.stopping:
-			return
-		case <-t.C:
-			if sw.comment("keepalive") != nil {
-				return
-			}
-		}
+	select {
+	case <-r.Context().Done():
+	case <-sess.ctx.Done():
+	case <-s.stopping:
 	}
 }
 
@@ -578,11 +567,9 @@ func (h *httpReq) run(c *call, m method, cancelOnClose bool, scope string) {
 		sw = newSSE(h.w)
 	}
 	if sw != nil {
-		sw.begin()
+		sw.begin(keepAliveEvery)
 		defer sw.end()
 		c.out = &sseOut{sw: sw, pending: s.pending, scope: scope}
-		stopKA := sw.keepAlive(keepAliveEvery)
-		defer stopKA()
 	} else {
 		c.out = jsonOnly{}
 	}
@@ -677,8 +664,9 @@ type sseWriter struct {
 	f   http.Flusher
 	err error
 
-	pendingHeader *time.Timer
-	flushed       bool
+	timer     *time.Timer // header delay, then keep-alives
+	keepAlive time.Duration
+	flushed   bool
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -694,7 +682,10 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 // still shows the client its stream at once.
 const headerDelay = 20 * time.Millisecond
 
-func (s *sseWriter) begin() {
+// begin sends the stream's status and arms the stream's one timer: the
+// headers of a silent stream leave after headerDelay, then a keep-alive
+// comment every keepAlive (0: none).
+func (s *sseWriter) begin(keepAlive time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.w.Header()
@@ -702,22 +693,33 @@ func (s *sseWriter) begin() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	s.pendingHeader = time.AfterFunc(headerDelay, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.err == nil && !s.flushed {
-			s.f.Flush()
-			s.flushed = true
-		}
-	})
+	s.keepAlive = keepAlive
+	s.timer = time.AfterFunc(headerDelay, s.tick)
 }
 
-// end stops the delayed header flush; call it before the handler returns.
+func (s *sseWriter) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	if s.flushed && s.put([][]byte{sseKeepAlive, sseEnd}) != nil {
+		return
+	}
+	s.f.Flush()
+	s.flushed = true
+	if s.keepAlive > 0 {
+		s.timer.Reset(s.keepAlive)
+	}
+}
+
+// end stops the timer and every later write; call it before the handler
+// returns.
 func (s *sseWriter) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pendingHeader != nil {
-		s.pendingHeader.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
 	}
 	s.err = errStreamEnded
 }
@@ -764,41 +766,14 @@ func (s *sseWriter) put(parts [][]byte) error {
 }
 
 var (
-	sseData = []byte("data: ")
-	sseEnd  = []byte("\n\n")
+	sseData      = []byte("data: ")
+	sseEnd       = []byte("\n\n")
+	sseKeepAlive = []byte(": keepalive")
 )
 
 // event writes one message as a data event. JSON from encoding/json has no
 // raw newlines, so one data line suffices.
 func (s *sseWriter) event(b []byte) error { return s.write(sseData, b, sseEnd) }
-
-func (s *sseWriter) comment(text string) error {
-	return s.write([]byte(": "+text), sseEnd)
-}
-
-// keepAlive writes a comment every period until the returned stop is
-// called.
-func (s *sseWriter) keepAlive(period time.Duration) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if s.comment("keepalive") != nil {
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
-}
 
 // serveBatch answers a JSON array body: allowed only inside a 2025-03-26
 // session, never with initialize or a modern claim.

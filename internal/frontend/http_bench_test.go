@@ -146,7 +146,7 @@ func (d *discardFlusher) Flush()                      {}
 func BenchmarkSSEFrame(b *testing.B) {
 	w := &discardFlusher{hdr: http.Header{}}
 	sw := newSSE(w)
-	sw.begin()
+	sw.begin(0)
 	out := &sseOut{sw: sw}
 	total := 10.0
 	p := progress.Params{ProgressToken: json.RawMessage(`7`), Progress: 3, Total: &total, Message: "3/10 rows"}
