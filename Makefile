@@ -51,7 +51,7 @@ soak:
 FUZZSCALE ?= 1
 FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/frontend:FuzzHTTP:100000 \
 	./internal/frontend:FuzzMeta:100000 ./internal/frontend:FuzzDecodeHeaderValue:100000 \
-	./internal/config:FuzzParse:40000
+	./internal/config:FuzzParse:40000 ./internal/worker:FuzzKillSwitch:100000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

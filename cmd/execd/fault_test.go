@@ -337,11 +337,12 @@ type hostileCase struct {
 var hostileCases = []hostileCase{
 	{"infinite loop", "while(true){}", 500, []string{"timeout"}},
 	{"deep recursion", "function f(n){ return f(n + 1) + 1 }; f(0)", 0, []string{"error"}},
-	// A native sort of 4M doubles (~3s in the guest) never polls the
-	// interrupt flag: the soft interrupt cannot stop it, so the sandbox is
-	// killed after the grace (the instance is closed under the running
-	// call, as a trap would) and the workspace comes back fresh.
-	{"hard kill (native sort)", "const a = new Float64Array(1 << 22); let x = 1; for (let i = 0; i < 4096; i++) { x = (x * 1103515245 + 12345) % 2147483648; a[i] = x } for (let n = 4096; n < a.length; n *= 2) a.copyWithin(n, 0, n); a.sort(); 1", 1000, []string{"timeout"}},
+	// A naive native substring search (~6e10 byte comparisons: tens of
+	// seconds on any machine, 1 MB of memory) never polls the interrupt
+	// flag: the soft interrupt cannot stop it, so the sandbox is killed
+	// after the grace (the kill switch traps the guest at its next loop
+	// head) and the workspace comes back fresh.
+	{"hard kill (native search)", "const h = 'a'.repeat(1 << 20), n = 'a'.repeat(1 << 16) + 'b'; h.indexOf(n)", 1000, []string{"timeout"}},
 	{"memory bomb", "let a=[]; for(;;) a.push(new Array(1e6).fill(1))", 0, []string{"oom"}},
 	{"output flood", "const l = 'x'.repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(l); 'end'", 0, []string{"ok"}},
 	{"output flood, endless", "for(;;) console.log('y'.repeat(1000))", 1000, []string{"timeout"}},

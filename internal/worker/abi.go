@@ -12,6 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // The guest ABI of sandbox/ABI.md, host side.
@@ -34,6 +35,7 @@ type runKey struct{}
 // runState is what the host functions of one call see.
 type runState struct {
 	interrupt atomic.Bool
+	kill      atomic.Bool // the hard kill: the next execd.interrupted traps
 	finished  atomic.Bool // Run returned: an abandoned call reports nothing more
 	sink      ProgressSink
 }
@@ -81,13 +83,24 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 	st.sink.Progress(done, total, msg)
 }
 
+// hostInterrupted answers the guest's poll, from its interpreter loop and
+// from the kill switch's countdown (killswitch.go). After the hard kill it
+// does not return: the panic ends the guest call with the exit code.
 func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 	var v uint64
-	if st := stateOf(ctx); st != nil && st.interrupt.Load() {
-		v = 1
+	if st := stateOf(ctx); st != nil {
+		if st.kill.Load() {
+			panic(sys.NewExitError(killExitCode))
+		}
+		if st.interrupt.Load() {
+			v = 1
+		}
 	}
 	stack[0] = v
 }
+
+// killExitCode is the exit code of a guest call ended by the hard kill.
+const killExitCode = 137
 
 // envelope is the JSON result of execd_eval.
 type envelope struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -31,11 +32,11 @@ type Config struct {
 	// MaxOutputBytes caps stdout and stderr, each, per run; 0 means 64 KiB.
 	// Longer output keeps its head and tail with a marker in between.
 	MaxOutputBytes int
-	// StrictTermination compiles every guest with wazero's
-	// WithCloseOnContextDone, so the hard kill stops even a loop that never
-	// returns to the interpreter, at a 2-6x cost in speed. Without it a
-	// guest that ignores the soft interrupt is abandoned (its goroutine runs
-	// on until it returns by itself).
+	// StrictTermination adds a kill switch to every guest (a countdown at
+	// each loop head that calls the host now and then, see killswitch.go),
+	// so the hard kill stops even a loop that never returns to the
+	// interpreter. Without it a guest that ignores the soft interrupt is
+	// abandoned (its goroutine runs on until it returns by itself).
 	StrictTermination bool
 	// InterruptGrace is how long a run may take to honour the soft
 	// interrupt before the hard kill; 0 means 2s.
@@ -92,7 +93,13 @@ type Engine struct {
 	langs   []string
 	closeMu sync.Mutex
 	closed  bool
+
+	running atomic.Int64 // guest calls abandoned by the hard kill, still running
 }
+
+// Abandoned is how many guest calls the hard kill could not stop (possible
+// only without StrictTermination) and that are still running.
+func (e *Engine) Abandoned() int64 { return e.running.Load() }
 
 // NewEngine creates the runtime and compiles every built guest once (from
 // the on-disk cache when CacheDir is set). It fails when no guest is built.
@@ -114,8 +121,7 @@ func NewEngine(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
-		WithMemoryLimitPages(uint32(cfg.MemoryLimitMiB) * 16).
-		WithCloseOnContextDone(cfg.StrictTermination)
+		WithMemoryLimitPages(uint32(cfg.MemoryLimitMiB) * 16)
 	e := &Engine{
 		cfg:    cfg,
 		log:    log,
@@ -152,6 +158,11 @@ func (e *Engine) setup(ctx context.Context) error {
 		if _, _, err := sandbox.Files(lang); err != nil {
 			e.log.Warn("guest skipped", zap.String("language", lang), zap.Error(err))
 			continue
+		}
+		if e.cfg.StrictTermination {
+			if bin, err = addKillSwitch(bin); err != nil {
+				return fmt.Errorf("guest %s: %w", lang, err)
+			}
 		}
 		start := time.Now()
 		cm, err := e.rt.CompileModule(ctx, bin)

@@ -304,6 +304,9 @@ func TestPythonHardKill(t *testing.T) {
 	if r.Status != StatusTimeout || !r.Reset {
 		t.Fatalf("C loop = %s", pyDescribe(r))
 	}
+	if n := w.e.Abandoned(); n != 0 {
+		t.Fatalf("the kill switch did not stop the C loop: %d call(s) still running", n)
+	}
 	r = pyRun(t, w, "'x' in globals()", StatusReset)
 	if r.Value == nil || *r.Value != "False" {
 		t.Fatalf("after reset: %s", pyDescribe(r))

@@ -85,8 +85,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	inst.stderr.swap(stderr)
 
 	st := &runState{sink: sink}
-	callCtx, kill := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), runKey{}, st))
-	defer kill()
+	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
 	done := make(chan outcome, 1)
 	go func() {
 		env, err := inst.evalCall(callCtx, code)
@@ -105,7 +104,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 			grace.Stop()
 		case <-grace.C:
 			killed = true
-			kill() // with StrictTermination wazero aborts the call now
+			st.kill.Store(true) // with the kill switch the guest traps within microseconds
 			wait := time.NewTimer(killWait)
 			if !w.e.cfg.StrictTermination {
 				wait.Reset(0)
@@ -193,9 +192,11 @@ func (w *Worker) drop(inst *instance, abandoned bool, done <-chan outcome) {
 		inst.close()
 		return
 	}
+	w.e.running.Add(1)
 	go func() {
 		<-done
 		inst.close()
+		w.e.running.Add(-1)
 	}()
 }
 

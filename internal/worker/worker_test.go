@@ -311,6 +311,9 @@ func TestHardKillResets(t *testing.T) {
 	if r.Status != StatusTimeout || !r.Reset {
 		t.Fatalf("killed run: %s; want timeout with reset", describe(r))
 	}
+	if n := e.Abandoned(); n != 0 {
+		t.Fatalf("the kill switch did not stop the guest: %d call(s) still running", n)
+	}
 	r = mustRun(t, w, "typeof before", StatusReset)
 	if !r.Reset || value(r) != `"undefined"` {
 		t.Errorf("after kill: %s", describe(r))

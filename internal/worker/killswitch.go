@@ -1,0 +1,411 @@
+package worker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// The kill switch is how the hard kill stops a guest that ignores the soft
+// interrupt (a loop inside the interpreter's C code: a regular expression
+// backtracking, a huge bignum, a naive substring search).
+//
+// addKillSwitch rewrites a guest module before it is compiled. It appends a
+// mutable i32 global, a countdown, and puts at the head of every loop
+//
+//	countdown -= 1
+//	if countdown == 0 {
+//	        countdown = killSwitchEvery
+//	        drop(execd.interrupted())
+//	}
+//
+// so every killSwitchEvery loop iterations the guest calls the host. That
+// call does two things:
+//   - once the run is killed, execd.interrupted traps the guest (a panic
+//     with a sys.ExitError, which wazero turns into the call's error);
+//   - it leaves the guest's machine code for Go, where the goroutine can be
+//     preempted. Go cannot preempt a goroutine inside wazero's compiled
+//     code, so without such calls a guest spinning in a native loop holds up
+//     every stop-the-world pause, that is the garbage collector of the whole
+//     process, until the loop ends.
+//
+// A guest that does not return by itself must run some loop forever (or
+// recurse until its stack traps), so it reaches the host at most
+// killSwitchEvery iterations after the kill.
+//
+// wazero's own mechanism (WithCloseOnContextDone) calls into Go at every
+// loop iteration instead, which ran interpreter-heavy code 6 to 8 times
+// slower, and starts a watcher goroutine per wasm call.
+const killSwitchEvery = 1 << 14
+
+// The import the countdown calls: sandbox/ABI.md's execd.interrupted.
+const (
+	killSwitchModule = hostModule
+	killSwitchImport = "interrupted"
+)
+
+// Wasm section ids used here.
+const (
+	secImport = 2
+	secGlobal = 6
+	secCode   = 10
+)
+
+var errKillSwitch = errors.New("kill switch")
+
+// addKillSwitch returns bin with the kill switch added. It refuses a module
+// it cannot fully parse (an instruction it does not know, a missing import,
+// global or code section) rather than produce one whose loops are unchecked.
+func addKillSwitch(bin []byte) ([]byte, error) {
+	if len(bin) < 8 || !bytes.Equal(bin[:4], []byte("\x00asm")) || !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
+		return nil, fmt.Errorf("%w: not a wasm 1.0 module", errKillSwitch)
+	}
+	type section struct {
+		id   byte
+		body []byte
+	}
+	var secs []section
+	r := &reader{b: bin, off: 8}
+	for r.off < len(r.b) {
+		id := r.byte()
+		n := r.u32()
+		body := r.bytes(int(n))
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", errKillSwitch, id, r.err)
+		}
+		secs = append(secs, section{id, body})
+	}
+
+	var imp imports
+	gi, ci := -1, -1
+	definedGlobals := uint32(0)
+	for i, s := range secs {
+		var err error
+		switch s.id {
+		case secImport:
+			imp, err = readImports(s.body, killSwitchModule, killSwitchImport)
+		case secGlobal:
+			gi = i
+			definedGlobals, err = (&reader{b: s.body}).count()
+		case secCode:
+			ci = i
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: section %d: %v", errKillSwitch, s.id, err)
+		}
+	}
+	if gi < 0 || ci < 0 {
+		return nil, fmt.Errorf("%w: the module needs global and code sections", errKillSwitch)
+	}
+	if !imp.found {
+		return nil, fmt.Errorf("%w: the module does not import %s.%s", errKillSwitch, killSwitchModule, killSwitchImport)
+	}
+	countdown := imp.globals + definedGlobals
+
+	// global section: the countdown, (mut i32) = killSwitchEvery.
+	g := []byte{0x7f, 0x01, 0x41}
+	g = appendS32(g, killSwitchEvery)
+	secs[gi].body = appendToVec(secs[gi].body, append(g, 0x0b))
+	// code section: the countdown at every loop head.
+	code, err := instrumentCode(secs[ci].body, loopHead(countdown, imp.fn))
+	if err != nil {
+		return nil, fmt.Errorf("%w: code: %v", errKillSwitch, err)
+	}
+	secs[ci].body = code
+
+	out := append(make([]byte, 0, len(bin)+len(bin)/4), bin[:8]...)
+	for _, s := range secs {
+		out = append(out, s.id)
+		out = appendU32(out, uint32(len(s.body)))
+		out = append(out, s.body...)
+	}
+	return out, nil
+}
+
+// loopHead is the code put at the head of every loop.
+func loopHead(countdown, fn uint32) []byte {
+	b := []byte{0x23} // global.get countdown
+	b = appendU32(b, countdown)
+	b = append(b, 0x41, 0x01, 0x6b, 0x24) // i32.const 1; i32.sub; global.set countdown
+	b = appendU32(b, countdown)
+	b = append(b, 0x23) // global.get countdown
+	b = appendU32(b, countdown)
+	b = append(b, 0x45, 0x04, 0x40, 0x41) // i32.eqz; if; i32.const killSwitchEvery
+	b = appendS32(b, killSwitchEvery)
+	b = append(b, 0x24) // global.set countdown
+	b = appendU32(b, countdown)
+	b = append(b, 0x10) // call execd.interrupted
+	b = appendU32(b, fn)
+	return append(b, 0x1a, 0x0b) // drop; end
+}
+
+// instrumentCode rewrites the code section's function bodies.
+func instrumentCode(sec, check []byte) ([]byte, error) {
+	r := &reader{b: sec}
+	n := r.u32()
+
+	out := appendU32(make([]byte, 0, len(sec)+len(sec)/8), n)
+	var body []byte
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		size := r.u32()
+		fn := &reader{b: r.bytes(int(size))}
+		if r.err != nil {
+			break
+		}
+		body = body[:0]
+		// Locals: copied as they are.
+		groups := fn.u32()
+		for j := uint32(0); j < groups && fn.err == nil; j++ {
+			fn.u32()
+			fn.byte()
+		}
+		if fn.err != nil {
+			return nil, fmt.Errorf("function %d locals: %v", i, fn.err)
+		}
+		body = append(body, fn.b[:fn.off]...)
+		from := fn.off
+		for fn.off < len(fn.b) {
+			op := fn.byte()
+			loop := op == 0x03
+			if err := skipImmediates(fn, op); err != nil {
+				return nil, fmt.Errorf("function %d at byte %d: %v", i, fn.off, err)
+			}
+			if fn.err != nil {
+				return nil, fmt.Errorf("function %d: %v", i, fn.err)
+			}
+			if loop {
+				body = append(body, fn.b[from:fn.off]...)
+				body = append(body, check...)
+				from = fn.off
+			}
+		}
+		body = append(body, fn.b[from:]...)
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.off != len(r.b) {
+		return nil, errors.New("trailing bytes after the function bodies")
+	}
+	return out, nil
+}
+
+// skipImmediates advances r over the immediates of op: the core
+// instructions, sign extension, saturating truncation, bulk memory and
+// reference types. SIMD, exceptions, threads and GC are refused.
+func skipImmediates(r *reader, op byte) error {
+	switch {
+	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f ||
+		op == 0x1a || op == 0x1b || op == 0xd1 || (op >= 0x45 && op <= 0xc4):
+		// no immediates
+	case op >= 0x02 && op <= 0x04: // block, loop, if
+		skipBlockType(r)
+	case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || op == 0xd2 ||
+		(op >= 0x20 && op <= 0x26) || op == 0x3f || op == 0x40:
+		r.u32()
+	case op == 0x0e: // br_table
+		n := r.u32()
+		for i := uint32(0); i <= n && r.err == nil; i++ {
+			r.u32()
+		}
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select t*
+		n := r.u32()
+		r.bytes(int(n))
+	case op >= 0x28 && op <= 0x3e: // loads and stores: memarg
+		if align := r.u32(); align&0x40 != 0 {
+			r.u32() // memory index (multi-memory)
+		}
+		r.u32()
+	case op == 0x41:
+		r.leb(5)
+	case op == 0x42:
+		r.leb(10)
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op == 0xd0: // ref.null t
+		r.byte()
+	case op == 0xfc:
+		switch sub := r.u32(); {
+		case sub <= 7: // trunc_sat
+		case sub == 8 || sub == 10 || sub == 12 || sub == 14: // memory.init, memory.copy, table.init, table.copy
+			r.u32()
+			r.u32()
+		case sub <= 17:
+			r.u32()
+		default:
+			return fmt.Errorf("unknown instruction 0xfc %d", sub)
+		}
+	default:
+		return fmt.Errorf("unsupported instruction 0x%02x", op)
+	}
+	return nil
+}
+
+func skipBlockType(r *reader) {
+	switch b := r.peek(); {
+	case b == 0x40 || (b >= 0x6f && b <= 0x7f):
+		r.byte()
+	default:
+		r.leb(5) // a type index, as s33
+	}
+}
+
+// imports is what addKillSwitch needs of the import section.
+type imports struct {
+	globals uint32 // imported globals: defined ones are numbered after them
+	fn      uint32 // function index of module.name
+	found   bool
+}
+
+func readImports(sec []byte, module, name string) (imports, error) {
+	var imp imports
+	r := &reader{b: sec}
+	n := r.u32()
+	funcs := uint32(0)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		mod, field := r.name(), r.name()
+		switch kind := r.byte(); kind {
+		case 0x00: // function
+			r.u32()
+			if mod == module && field == name {
+				imp.fn, imp.found = funcs, true
+			}
+			funcs++
+		case 0x01: // table
+			r.byte()
+			skipLimits(r)
+		case 0x02: // memory
+			skipLimits(r)
+		case 0x03: // global
+			r.byte()
+			r.byte()
+			imp.globals++
+		default:
+			return imp, fmt.Errorf("import kind 0x%02x", kind)
+		}
+	}
+	return imp, r.err
+}
+
+func skipLimits(r *reader) {
+	if flags := r.byte(); flags&1 != 0 {
+		r.u32()
+	}
+	r.u32()
+}
+
+// appendToVec adds one encoded item to a section that is a vector.
+func appendToVec(sec, item []byte) []byte {
+	r := &reader{b: sec}
+	n := r.u32()
+	out := appendU32(make([]byte, 0, len(sec)+len(item)+5), n+1)
+	out = append(out, sec[r.off:]...)
+	return append(out, item...)
+}
+
+// appendS32 appends v as a signed LEB128 (i32.const's immediate).
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// reader decodes the binary format; the first error sticks and later reads
+// return zero values.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(msg string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%s at byte %d", msg, r.off)
+	}
+	r.off = len(r.b)
+}
+
+func (r *reader) peek() byte {
+	if r.off >= len(r.b) {
+		r.fail("unexpected end")
+		return 0
+	}
+	return r.b[r.off]
+}
+
+func (r *reader) byte() byte {
+	c := r.peek()
+	if r.err == nil {
+		r.off++
+	}
+	return c
+}
+
+func (r *reader) bytes(n int) []byte {
+	if n < 0 || r.off+n > len(r.b) {
+		r.fail("unexpected end")
+		return nil
+	}
+	b := r.b[r.off : r.off+n]
+	r.off += n
+	return b
+}
+
+// leb skips a LEB128 number of at most max bytes.
+func (r *reader) leb(max int) {
+	for i := 0; i < max; i++ {
+		if r.byte()&0x80 == 0 || r.err != nil {
+			return
+		}
+	}
+	r.fail("LEB128 number too long")
+}
+
+func (r *reader) u32() uint32 {
+	var v uint32
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= uint32(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.fail("u32 too long")
+	return 0
+}
+
+func (r *reader) count() (uint32, error) {
+	n := r.u32()
+	return n, r.err
+}
+
+func (r *reader) name() string {
+	n := r.u32()
+	return string(r.bytes(int(n)))
+}
