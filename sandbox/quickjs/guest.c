@@ -813,12 +813,23 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     JS_UpdateStackTop(rt);
     reset_limit(mstate);
     code[len] = 0;
-    ret = JS_Eval(ctx, code, len, "<cell>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC);
+    /* A cell that cannot contain a top-level await is evaluated as a plain
+       script: no async wrapper, no promise to settle. */
+    int async = memmem(code, len, "await", 5) != NULL;
+    ret = JS_Eval(ctx, code, len, "<cell>", JS_EVAL_TYPE_GLOBAL | (async ? JS_EVAL_FLAG_ASYNC : 0));
     free(code);
 
     if (JS_IsException(ret)) {
         exc = JS_GetException(ctx);
         failed = 1;
+    } else if (!async) {
+        /* Jobs queued by the cell still run before it is done. */
+        if (run_loop(&exc) < 0)
+            failed = 1;
+        else
+            val = JS_DupValue(ctx, ret);
+        report_rejections(JS_UNDEFINED);
+        JS_FreeValue(ctx, ret);
     } else {
         /* top-level await: ret is a promise of {value}; run jobs until it
            settles. Jobs queued by the cell run even when it settles first. */
