@@ -170,7 +170,7 @@ func Parse(text string) (Config, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return Config{}, fmt.Errorf("config: %s", pe.ErrorWithPosition())
+			return Config{}, fmt.Errorf("config: %s", describeParseError(pe, text))
 		}
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -256,4 +256,21 @@ func (c *Config) Validate() error {
 		bad("log.format", "want json or console, got %q", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// describeParseError is the TOML syntax error with its line and a caret
+// under the fault when the position is usable. toml's ErrorWithPosition
+// indexes the input by line and panics on the line 0 it reports for some
+// inputs (FuzzParse found `"` followed by CRLF); then, or on any other
+// panic in it, the plain message is used.
+func describeParseError(pe toml.ParseError, text string) (msg string) {
+	if pe.Position.Line < 1 || pe.Position.Line > strings.Count(text, "\n")+1 {
+		return pe.Error()
+	}
+	defer func() {
+		if recover() != nil {
+			msg = pe.Error()
+		}
+	}()
+	return pe.ErrorWithPosition()
 }
