@@ -158,9 +158,9 @@ func (fx *fixtures) tools() []*tool {
 				c.logMessage("info", "test_logging_tool ran")
 				return textResult("Logged, if the request set a log level."), nil
 			}),
-		fixtureTool("test_streaming_elicitation", "Needs user input: asks with an input_required result, never a server request.", nil, []string{"elicitation"}, fx.streamingElicitation),
+		fixtureTool("test_streaming_elicitation", "Needs user input: asks with an input_required result, never a server request.", nil, []string{"elicitation"}, fx.greetByName("test_streaming_elicitation")),
 		// MRTR (input_required) fixtures.
-		fixtureTool("test_input_required_result_elicitation", "Asks for the user's name.", nil, []string{"elicitation"}, fx.mrtrElicitation),
+		fixtureTool("test_input_required_result_elicitation", "Asks for the user's name.", nil, []string{"elicitation"}, fx.greetByName("test_input_required_result_elicitation")),
 		fixtureTool("test_input_required_result_sampling", "Asks the client to sample an answer.", nil, []string{"sampling"}, fx.mrtrSampling),
 		fixtureTool("test_input_required_result_list_roots", "Asks for the client's roots.", nil, []string{"roots"}, fx.mrtrRoots),
 		fixtureTool("test_input_required_result_request_state", "Asks for a confirmation and round-trips requestState.", nil, []string{"elicitation"}, fx.mrtrRequestState("test_input_required_result_request_state")),
@@ -627,24 +627,18 @@ func (fx *fixtures) elicitEnums(ctx context.Context, c *call, _ json.RawMessage)
 	})
 }
 
-func (fx *fixtures) streamingElicitation(ctx context.Context, c *call, _ json.RawMessage) (any, *jsonrpc.Error) {
-	return fx.single(ctx, c, "test_streaming_elicitation", elicitName("user_name", "What is your name?", "name"), func(raw json.RawMessage) any {
-		e := decodeElicit(raw)
-		if name, ok := e.field("name"); ok {
-			return textResult("Hello, " + name + "!")
-		}
-		return textResult("No name given (" + e.String() + ").")
-	})
-}
-
-func (fx *fixtures) mrtrElicitation(ctx context.Context, c *call, _ json.RawMessage) (any, *jsonrpc.Error) {
-	return fx.single(ctx, c, "test_input_required_result_elicitation", elicitName("user_name", "What is your name?", "name"), func(raw json.RawMessage) any {
-		e := decodeElicit(raw)
-		if name, ok := e.field("name"); ok {
-			return textResult("Hello, " + name + "!")
-		}
-		return textResult("No name given (" + e.String() + ").")
-	})
+// greetByName is the handler of a tool that asks for the user's name by
+// elicitation and greets them (two scenarios, two tool names).
+func (fx *fixtures) greetByName(tool string) func(context.Context, *call, json.RawMessage) (any, *jsonrpc.Error) {
+	return func(ctx context.Context, c *call, _ json.RawMessage) (any, *jsonrpc.Error) {
+		return fx.single(ctx, c, tool, elicitName("user_name", "What is your name?", "name"), func(raw json.RawMessage) any {
+			e := decodeElicit(raw)
+			if name, ok := e.field("name"); ok {
+				return textResult("Hello, " + name + "!")
+			}
+			return textResult("No name given (" + e.String() + ").")
+		})
+	}
 }
 
 func (fx *fixtures) mrtrSampling(ctx context.Context, c *call, _ json.RawMessage) (any, *jsonrpc.Error) {

@@ -94,12 +94,12 @@ type Engine struct {
 	closeMu sync.Mutex
 	closed  bool
 
-	running atomic.Int64 // guest calls abandoned by the hard kill, still running
+	abandoned atomic.Int64 // guest calls the hard kill could not stop, still running
 }
 
 // Abandoned is how many guest calls the hard kill could not stop (possible
 // only without StrictTermination) and that are still running.
-func (e *Engine) Abandoned() int64 { return e.running.Load() }
+func (e *Engine) Abandoned() int64 { return e.abandoned.Load() }
 
 // NewEngine creates the runtime and compiles every built guest once (from
 // the on-disk cache when CacheDir is set). It fails when no guest is built.

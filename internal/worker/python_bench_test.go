@@ -37,7 +37,7 @@ func BenchmarkPythonNewWorker(b *testing.B) {
 				b.Fatal(err)
 			}
 			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
-				b.Fatal(pyDescribe(r))
+				b.Fatal(describe(r))
 			}
 			w.Close()
 		}
@@ -52,12 +52,12 @@ func pyBenchRun(b *testing.B, strict bool, setup, code string) {
 	defer w.Close()
 	if setup != "" {
 		if r := w.Run(context.Background(), setup, nil); r.Status != StatusOK {
-			b.Fatal(pyDescribe(r))
+			b.Fatal(describe(r))
 		}
 	}
 	for b.Loop() {
 		if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
-			b.Fatal(pyDescribe(r))
+			b.Fatal(describe(r))
 		}
 	}
 }
@@ -105,7 +105,7 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 		// The first error of a worker imports traceback (~0.1-0.2 s): keep
 		// that out of the figure.
 		if r := w.Run(context.Background(), "raise ValueError", nil); r.Status != StatusError {
-			b.Fatal(pyDescribe(r))
+			b.Fatal(describe(r))
 		}
 		var total time.Duration
 		for b.Loop() {
@@ -116,7 +116,7 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 			total += time.Since(at)
 			cancel()
 			if r.Status != StatusInterrupted || r.Reset {
-				b.Fatal(pyDescribe(r))
+				b.Fatal(describe(r))
 			}
 		}
 		b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/interrupt")
@@ -142,7 +142,7 @@ func BenchmarkPythonIdleWorkerRSS(b *testing.B) {
 					b.Fatal(err)
 				}
 				if r := w.Run(context.Background(), "x = [i for i in range(1000)]", nil); r.Status != StatusOK {
-					b.Fatal(pyDescribe(r))
+					b.Fatal(describe(r))
 				}
 				ws = append(ws, w)
 			}

@@ -45,38 +45,10 @@ func newPyWorker(t testing.TB, opts WorkerOptions) *Worker {
 	return w
 }
 
-func pyDescribe(r Result) string {
-	s := string(r.Status)
-	if r.Value != nil {
-		s += " value=" + *r.Value
-	}
-	if r.Error != nil {
-		s += " error=" + r.Error.Type + ": " + r.Error.Message + "\n" + r.Error.Stack
-	}
-	if r.Reset {
-		s += " reset"
-	}
-	return s
-}
-
-// pyRun runs code and fails unless the status is want.
-func pyRun(t *testing.T, w *Worker, code string, want Status) Result {
-	t.Helper()
-	r := w.Run(context.Background(), code, nil)
-	if r.Status != want {
-		t.Fatalf("Run(%.120q) = %s; want status %s\nstdout: %.300s\nstderr: %.500s", code, pyDescribe(r), want, r.Stdout, r.Stderr)
-	}
-	return r
-}
-
 // pyValue runs code, expects ok, and returns the value ("<nil>" for none).
 func pyValue(t *testing.T, w *Worker, code string) string {
 	t.Helper()
-	r := pyRun(t, w, code, StatusOK)
-	if r.Value == nil {
-		return "<nil>"
-	}
-	return *r.Value
+	return value(mustRun(t, w, code, StatusOK))
 }
 
 // TestPythonBattery runs snippets typical of agent code, each in a fresh
@@ -129,11 +101,11 @@ func TestPythonBattery(t *testing.T) {
 
 func TestPythonOutputAndState(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	r := pyRun(t, w, "import sys\nprint('out', 1)\nprint('err', file=sys.stderr)\nx = 41", StatusOK)
+	r := mustRun(t, w, "import sys\nprint('out', 1)\nprint('err', file=sys.stderr)\nx = 41", StatusOK)
 	if r.Stdout != "out 1\n" || r.Stderr != "err\n" || r.Value != nil {
 		t.Fatalf("stdout %q stderr %q value %v", r.Stdout, r.Stderr, r.Value)
 	}
-	pyRun(t, w, "def inc(v):\n    return v + 1", StatusOK)
+	mustRun(t, w, "def inc(v):\n    return v + 1", StatusOK)
 	if got := pyValue(t, w, "inc(x)"); got != "42" {
 		t.Fatalf("state across calls: %s", got)
 	}
@@ -147,8 +119,8 @@ func TestPythonOutputAndState(t *testing.T) {
 
 func TestPythonErrors(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	pyRun(t, w, "def f(a):\n    return g(a)\n\ndef g(a):\n    raise ValueError(f'bad {a}')", StatusOK)
-	r := pyRun(t, w, "y = 1\nf(3)", StatusError)
+	mustRun(t, w, "def f(a):\n    return g(a)\n\ndef g(a):\n    raise ValueError(f'bad {a}')", StatusOK)
+	r := mustRun(t, w, "y = 1\nf(3)", StatusError)
 	e := r.Error
 	if e == nil || e.Type != "ValueError" || e.Message != "bad 3" {
 		t.Fatalf("error = %+v", e)
@@ -166,23 +138,23 @@ func TestPythonErrors(t *testing.T) {
 		t.Fatalf("statements before the error ran: y = %s", got)
 	}
 
-	r = pyRun(t, w, "x = (1,\nprint(x", StatusError)
+	r = mustRun(t, w, "x = (1,\nprint(x", StatusError)
 	if r.Error.Type != "SyntaxError" || !strings.Contains(r.Error.Stack, "<cell-") {
 		t.Fatalf("syntax error = %+v", r.Error)
 	}
-	r = pyRun(t, w, "import json\njson.loads('{bad')", StatusError)
+	r = mustRun(t, w, "import json\njson.loads('{bad')", StatusError)
 	if r.Error.Type != "JSONDecodeError" {
 		t.Fatalf("json error = %+v", r.Error)
 	}
-	r = pyRun(t, w, "raise SystemExit(3)", StatusError)
+	r = mustRun(t, w, "raise SystemExit(3)", StatusError)
 	if r.Error.Type != "SystemExit" {
 		t.Fatalf("exit = %+v", r.Error)
 	}
-	r = pyRun(t, w, "class E(Exception):\n    def __str__(self): raise RuntimeError('no')\nraise E()", StatusError)
+	r = mustRun(t, w, "class E(Exception):\n    def __str__(self): raise RuntimeError('no')\nraise E()", StatusError)
 	if r.Error.Type != "E" {
 		t.Fatalf("unprintable = %+v", r.Error)
 	}
-	r = pyRun(t, w, "input()", StatusError)
+	r = mustRun(t, w, "input()", StatusError)
 	if r.Error.Type != "EOFError" {
 		t.Fatalf("input() = %+v", r.Error)
 	}
@@ -196,7 +168,7 @@ func TestPythonProgress(t *testing.T) {
 	sink := &recordSink{}
 	r := w.Run(context.Background(), "from execd import progress\nfor i in range(1, 4):\n    progress(i, 3, f'step {i}')\nprogress(4, 'no total')\n'done'", sink)
 	if r.Status != StatusOK {
-		t.Fatalf("run: %s", pyDescribe(r))
+		t.Fatalf("run: %s", describe(r))
 	}
 	got := sink.get()
 	want := []string{"1/3 step 1", "2/3 step 2", "3/3 step 3", "4/0 no total"}
@@ -253,7 +225,7 @@ with open('out/total.txt', 'w') as f:
 // raises KeyboardInterrupt inside the guest and every variable survives.
 func TestPythonInterruptKeepsState(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	pyRun(t, w, "n = 0\ndata = {'k': [1, 2, 3]}", StatusOK)
+	mustRun(t, w, "n = 0\ndata = {'k': [1, 2, 3]}", StatusOK)
 	for _, loop := range []string{
 		"while True:\n    n += 1",
 		"def spin():\n    global n\n    while True:\n        n += 1\nspin()",
@@ -269,7 +241,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 		r := w.Run(ctx, loop, nil)
 		cancel()
 		if r.Status != StatusInterrupted || r.Reset {
-			t.Fatalf("interrupted run = %s", pyDescribe(r))
+			t.Fatalf("interrupted run = %s", describe(r))
 		}
 	}
 	if got := pyValue(t, w, "n > 0, data"); got != "(True, {'k': [1, 2, 3]})" {
@@ -280,14 +252,14 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 	defer cancel()
 	r := w.Run(ctx, "while True: pass", nil)
 	if r.Status != StatusTimeout || r.Reset {
-		t.Fatalf("timed-out run = %s", pyDescribe(r))
+		t.Fatalf("timed-out run = %s", describe(r))
 	}
 	// The next cell is not hit by a stale interrupt.
 	if got := pyValue(t, w, "sum(i for i in range(100000))"); got != "4999950000" {
 		t.Fatalf("after timeout: %s", got)
 	}
 	// KeyboardInterrupt raised by the code itself is an ordinary error.
-	r = pyRun(t, w, "raise KeyboardInterrupt", StatusError)
+	r = mustRun(t, w, "raise KeyboardInterrupt", StatusError)
 	if r.Error.Type != "KeyboardInterrupt" {
 		t.Fatalf("own KeyboardInterrupt = %+v", r.Error)
 	}
@@ -297,19 +269,19 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 // hard kill stops it and the worker comes back fresh.
 func TestPythonHardKill(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	pyRun(t, w, "x = 1", StatusOK)
+	mustRun(t, w, "x = 1", StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	r := w.Run(ctx, "sum(range(10**15))", nil)
 	if r.Status != StatusTimeout || !r.Reset {
-		t.Fatalf("C loop = %s", pyDescribe(r))
+		t.Fatalf("C loop = %s", describe(r))
 	}
 	if n := w.e.Abandoned(); n != 0 {
 		t.Fatalf("the kill switch did not stop the C loop: %d call(s) still running", n)
 	}
-	r = pyRun(t, w, "'x' in globals()", StatusReset)
+	r = mustRun(t, w, "'x' in globals()", StatusReset)
 	if r.Value == nil || *r.Value != "False" {
-		t.Fatalf("after reset: %s", pyDescribe(r))
+		t.Fatalf("after reset: %s", describe(r))
 	}
 	if got := pyValue(t, w, "2*21"); got != "42" {
 		t.Fatalf("fresh worker: %s", got)
@@ -319,25 +291,25 @@ func TestPythonHardKill(t *testing.T) {
 func TestPythonMemoryLimit(t *testing.T) {
 	dir := t.TempDir()
 	w := newPyWorker(t, WorkerOptions{Dir: dir})
-	pyRun(t, w, "keep = list(range(1000))", StatusOK)
-	r := pyRun(t, w, "bomb = []\nwhile True:\n    bomb.append(bytearray(1 << 20))", StatusOOM)
+	mustRun(t, w, "keep = list(range(1000))", StatusOK)
+	r := mustRun(t, w, "bomb = []\nwhile True:\n    bomb.append(bytearray(1 << 20))", StatusOOM)
 	if r.Error == nil || r.Error.Type != "MemoryError" || r.Reset {
-		t.Fatalf("memory bomb = %s", pyDescribe(r))
+		t.Fatalf("memory bomb = %s", describe(r))
 	}
 	// The heap is full (bomb is still referenced) but the workspace works.
 	if got := pyValue(t, w, "len(bomb) > 100, len(keep)"); got != "(True, 1000)" {
 		t.Fatalf("after oom: %s", got)
 	}
-	pyRun(t, w, "del bomb\nimport gc\ngc.collect()", StatusOK)
-	r = pyRun(t, w, "big = bytearray(2**30)", StatusOOM)
+	mustRun(t, w, "del bomb\nimport gc\ngc.collect()", StatusOK)
+	r = mustRun(t, w, "big = bytearray(2**30)", StatusOOM)
 	if r.Error.Type != "MemoryError" {
-		t.Fatalf("huge alloc = %s", pyDescribe(r))
+		t.Fatalf("huge alloc = %s", describe(r))
 	}
-	r = pyRun(t, w, "s = 'x' * (10**8)\nt = s * 10", StatusOOM)
+	r = mustRun(t, w, "s = 'x' * (10**8)\nt = s * 10", StatusOOM)
 	if r.Error.Type != "MemoryError" {
-		t.Fatalf("string bomb = %s", pyDescribe(r))
+		t.Fatalf("string bomb = %s", describe(r))
 	}
-	pyRun(t, w, "del s", StatusOK)
+	mustRun(t, w, "del s", StatusOK)
 	if got := pyValue(t, w, "open('/workspace/after.txt', 'w').write('ok'), sum(keep)"); got != "(2, 499500)" {
 		t.Fatalf("workspace after oom: %s", got)
 	}
@@ -348,19 +320,19 @@ func TestPythonMemoryLimit(t *testing.T) {
 
 func TestPythonRecursion(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	r := pyRun(t, w, "def f(n):\n    return f(n + 1)\nf(0)", StatusError)
+	r := mustRun(t, w, "def f(n):\n    return f(n + 1)\nf(0)", StatusError)
 	if r.Error.Type != "RecursionError" || r.Reset {
-		t.Fatalf("recursion = %s", pyDescribe(r))
+		t.Fatalf("recursion = %s", describe(r))
 	}
 	// Recursion through C (repr of a deeply nested list).
 	r = w.Run(context.Background(), "l = []\nfor _ in range(100000):\n    l = [l]\nrepr(l)", nil)
 	if r.Status != StatusError || r.Error.Type != "RecursionError" || r.Reset {
-		t.Fatalf("nested repr = %s", pyDescribe(r))
+		t.Fatalf("nested repr = %s", describe(r))
 	}
-	pyRun(t, w, "import sys\nsys.setrecursionlimit(100000)", StatusOK)
+	mustRun(t, w, "import sys\nsys.setrecursionlimit(100000)", StatusOK)
 	r = w.Run(context.Background(), "def g(n):\n    return g(n + 1) if n < 50000 else n\ng(0)", nil)
 	if r.Status != StatusOK && (r.Error == nil || r.Error.Type != "RecursionError") && !r.Reset {
-		t.Fatalf("raised limit = %s", pyDescribe(r))
+		t.Fatalf("raised limit = %s", describe(r))
 	}
 	if got := pyValue(t, w, "sys.setrecursionlimit(1000)\n1+1"); got != "2" {
 		t.Fatalf("after deep recursion: %s", got)
@@ -373,11 +345,11 @@ func TestPythonRecursion(t *testing.T) {
 
 func TestPythonOutputFlood(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	r := pyRun(t, w, "import sys\nline = 'x' * 1023 + '\\n'\nfor _ in range(100 * 1024):\n    sys.stdout.write(line)\n'done'", StatusOK)
+	r := mustRun(t, w, "import sys\nline = 'x' * 1023 + '\\n'\nfor _ in range(100 * 1024):\n    sys.stdout.write(line)\n'done'", StatusOK)
 	if !r.Truncated || len(r.Stdout) > 2*defaultMaxOutput || !strings.HasPrefix(r.Stdout, "xxx") {
 		t.Fatalf("flood: truncated=%v len=%d", r.Truncated, len(r.Stdout))
 	}
-	r = pyRun(t, w, "'y' * (10 << 20)", StatusOK)
+	r = mustRun(t, w, "'y' * (10 << 20)", StatusOK)
 	if !r.Truncated || r.Value == nil || len(*r.Value) > 2*defaultMaxOutput {
 		t.Fatalf("huge value: truncated=%v", r.Truncated)
 	}
@@ -415,7 +387,7 @@ func TestPythonConfinement(t *testing.T) {
 func TestPythonWorkersIsolated(t *testing.T) {
 	a := newPyWorker(t, WorkerOptions{})
 	b := newPyWorker(t, WorkerOptions{})
-	pyRun(t, a, "secret = 'a'", StatusOK)
+	mustRun(t, a, "secret = 'a'", StatusOK)
 	if got := pyValue(t, b, "'secret' in globals()"); got != "False" {
 		t.Fatalf("leak: %s", got)
 	}
@@ -440,7 +412,7 @@ func TestPythonParallelWorkers(t *testing.T) {
 			code := "import json, decimal, statistics\nv = " + strconv.Itoa(i) + "\njson.dumps({'v': v})"
 			r := w.Run(context.Background(), code, nil)
 			if want := `'{"v": ` + strconv.Itoa(i) + `}'`; r.Status != StatusOK || r.Value == nil || *r.Value != want {
-				errs <- pyDescribe(r)
+				errs <- describe(r)
 			}
 		}()
 	}

@@ -192,11 +192,11 @@ func (w *Worker) drop(inst *instance, abandoned bool, done <-chan outcome) {
 		inst.close()
 		return
 	}
-	w.e.running.Add(1)
+	w.e.abandoned.Add(1)
 	go func() {
 		<-done
 		inst.close()
-		w.e.running.Add(-1)
+		w.e.abandoned.Add(-1)
 	}()
 }
 

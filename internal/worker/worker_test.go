@@ -64,6 +64,9 @@ func describe(r Result) string {
 	s := string(r.Status) + " value=" + value(r)
 	if r.Error != nil {
 		s += " error=" + r.Error.Type + ": " + r.Error.Message
+		if r.Error.Stack != "" {
+			s += "\n" + r.Error.Stack
+		}
 	}
 	if r.Reset {
 		s += " reset"
@@ -72,11 +75,11 @@ func describe(r Result) string {
 }
 
 // mustRun runs code and fails unless the status is want.
-func mustRun(t *testing.T, w *Worker, code string, want Status) Result {
+func mustRun(t testing.TB, w *Worker, code string, want Status) Result {
 	t.Helper()
 	r := w.Run(context.Background(), code, nil)
 	if r.Status != want {
-		t.Fatalf("Run(%.80q) = %s; want status %s\nstdout: %.300s\nstderr: %.300s", code, describe(r), want, r.Stdout, r.Stderr)
+		t.Fatalf("Run(%.120q) = %s; want status %s\nstdout: %.300s\nstderr: %.500s", code, describe(r), want, r.Stdout, r.Stderr)
 	}
 	return r
 }
