@@ -80,17 +80,32 @@ rc=$?
 	pass "without the tokens secret the container exits ($rc) naming server.auth_tokens_file" ||
 	fail "without the tokens secret" "exit $rc: $out"
 
-# ---- run it as the README says, read-only root as in Kubernetes -----------------
+# ---- a podman secret, as the README's first example ---------------------------
 tok=token-cccccccccccccccc
 printf 'alice %s\n' "$tok" | podman secret create "$secret" - >/dev/null
-if ! podman run -d --name "$name" --secret "$secret,target=execd-tokens" -v "$volume:/var/lib/execd" \
-	--read-only --tmpfs /var/cache/execd:rw,mode=1777 -p 127.0.0.1::8765 "$tag" >/dev/null 2>"$work/run.err"; then
-	fail "podman run -d" "$(cat "$work/run.err")"
+if podman run -d --name "$name" --secret "$secret,target=execd-tokens" -p 127.0.0.1::8765 "$tag" >/dev/null 2>"$work/run.err" &&
+	wait_healthz "http://$(podman port "$name" 8765/tcp | head -n1)" 60; then
+	r=$(mcp_exec "http://$(podman port "$name" 8765/tcp | head -n1)" javascript w1 '6*7' "$tok")
+	[[ $r == *'"result":"42"'* ]] && pass "tokens from a podman secret" || fail "tokens from a podman secret" "$r"
+else
+	fail "podman run --secret" "$(cat "$work/run.err"; podman logs "$name" 2>&1 | tail -3)"
+fi
+podman rm -f -t 0 "$name" >/dev/null 2>&1
+
+# ---- read-only root as in Kubernetes, tokens from a host directory ---------------
+# (podman 4.3 cannot mount a --secret into a --read-only container: runc
+# tries to create /run/secrets/<name> in the read-only root.)
+mkdir -p "$work/secrets"
+printf 'alice %s\n' "$tok" >"$work/secrets/execd-tokens"
+chmod 0755 "$work/secrets" && chmod 0644 "$work/secrets/execd-tokens"
+if ! podman run -d --name "$name" -v "$work/secrets:/run/secrets:ro" -v "$volume:/var/lib/execd" \
+	--read-only --tmpfs /var/cache/execd:rw,U -p 127.0.0.1::8765 "$tag" >/dev/null 2>"$work/run.err"; then
+	fail "podman run -d --read-only" "$(cat "$work/run.err")"
 	exit 0
 fi
 hostport=$(podman port "$name" 8765/tcp | head -n1)
 url=http://$hostport
-if wait_healthz "$url" 60; then pass "/healthz 200 through the published port $hostport"; else
+if wait_healthz "$url" 60; then pass "/healthz 200 through the published port, read-only root"; else
 	fail "/healthz" "not within 60 s: $(podman logs "$name" 2>&1 | tail -3)"
 	exit 0
 fi
@@ -105,9 +120,15 @@ r=$(mcp_exec "$url" javascript w1 'let x = 6; x * 7' "$tok")
 [[ $r == *'"result":"42"'* ]] && pass "JavaScript runs in the image" || fail "JavaScript" "$r"
 r=$(mcp_exec "$url" python w1 "open('/workspace/note.txt', 'w').write('kept'); 6 * 7" "$tok")
 [[ $r == *'"result":"42"'* ]] && pass "Python runs in the image and writes /workspace" || fail "Python" "$r"
+tok2=token-eeeeeeeeeeeeeeee
+printf 'alice %s\n' "$tok2" >"$work/secrets/execd-tokens.new" && mv "$work/secrets/execd-tokens.new" "$work/secrets/execd-tokens"
 podman kill --signal HUP "$name" >/dev/null
 for _ in $(seq 20); do podman logs "$name" 2>&1 | grep -q 'auth tokens reloaded' && break; sleep 0.5; done
-podman logs "$name" 2>&1 | grep -q 'auth tokens reloaded' && pass "SIGHUP reaches execd as PID 1" || fail "SIGHUP" "no reload logged"
+r_old=$(mcp_exec "$url" javascript w1 '1' "$tok")
+r_new=$(mcp_exec "$url" javascript w1 '2+2' "$tok2")
+tok=$tok2
+[[ $r_old == *http=401* && $r_new == *'"result":"4"'* ]] && pass "SIGHUP to execd as PID 1 swaps the tokens" ||
+	fail "SIGHUP" "old token: $r_old new token: $r_new"
 
 # ---- stop: a running call is answered, exit 0 --------------------------------------
 MCP_MAX_TIME=60 mcp_exec "$url" javascript busy 'while (true) {}' "$tok" >"$work/busy" 2>&1 &
