@@ -56,7 +56,7 @@ pass "podman runs a container (${CONTAINERS_CONF:+with $CONTAINERS_CONF, }runtim
 ca=()
 # The build reaches the Go module proxy; a host behind a TLS-intercepting
 # proxy trusts it through its CA bundle, and so does the build.
-[[ -f /etc/ssl/certs/ca-certificates.crt ]] && ca=(--secret id=ca-certificates,src=/etc/ssl/certs/ca-certificates.crt)
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] && ca=(--secret "id=ca-certificates,src=/etc/ssl/certs/ca-certificates.crt")
 say "podman build (the first build compiles the guests: 10+ minutes)"
 start=$SECONDS
 if podman build --format docker "${ca[@]}" --build-arg DEBIAN=$base --build-arg DEBIAN_SLIM=$base \

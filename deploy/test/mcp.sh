@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell helpers for deploy/check.sh and the scripts it runs inside a booted
 # systemd and a container: one MCP call in the 2026-07-28 era, sessionless,
 # with curl alone (no jq or python in those places). Source this file.
