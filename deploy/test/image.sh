@@ -20,7 +20,7 @@ id=$$
 name=execd-check-$id secret=execd-check-tokens-$id volume=execd-check-data-$id
 work=$(mktemp -d "$cache/image.XXXXXX")
 cleanup() {
-	podman rm -f -t 0 "$name" >/dev/null 2>&1
+	podman rm -f -v -t 0 "$name" >/dev/null 2>&1
 	podman volume rm -f "$volume" >/dev/null 2>&1
 	podman secret rm "$secret" >/dev/null 2>&1
 	rm -rf "$work"
@@ -90,7 +90,7 @@ if podman run -d --name "$name" --secret "$secret,target=execd-tokens" -p 127.0.
 else
 	fail "podman run --secret" "$(cat "$work/run.err"; podman logs "$name" 2>&1 | tail -3)"
 fi
-podman rm -f -t 0 "$name" >/dev/null 2>&1
+podman rm -f -v -t 0 "$name" >/dev/null 2>&1
 
 # ---- read-only root as in Kubernetes, tokens from a host directory ---------------
 # (podman 4.3 cannot mount a --secret into a --read-only container: runc
