@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -22,6 +23,9 @@ const (
 	exportAlloc = "execd_alloc"
 	exportFree  = "execd_free"
 	exportEval  = "execd_eval"
+	// exportReseed, optional: reseeds the guest's random generators in an
+	// instance cloned from an image (sandbox/ABI.md).
+	exportReseed = "execd_reseed"
 )
 
 // freshEvalAfter: after an eval call longer than this, the instance takes a
@@ -112,6 +116,10 @@ type envelope struct {
 // evalCall hands code to the guest and decodes the envelope. An error means
 // the instance can no longer be trusted (trap, kill, broken envelope).
 func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error) {
+	if !i.enter() {
+		return nil, errors.New("the instance is closed")
+	}
+	defer i.leave()
 	n := uint32(len(code))
 	if len(code) > math.MaxInt32 {
 		return nil, fmt.Errorf("code too large")
