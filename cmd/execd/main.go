@@ -66,9 +66,11 @@ func run() int {
 	engine, err := worker.NewEngine(ctx, worker.Config{
 		CacheDir:          cfg.Sandbox.CacheDir,
 		MemoryLimitMiB:    cfg.Limits.MaxMemoryMiB,
+		TotalMemoryMiB:    cfg.Limits.MaxTotalMemoryMiB,
 		MaxOutputBytes:    cfg.Limits.MaxOutputBytes,
 		StrictTermination: cfg.Sandbox.StrictTermination,
 		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
+		PythonPreload:     cfg.Sandbox.PythonPreload,
 	}, log.Named("worker"))
 	if err != nil {
 		log.Error("sandbox engine", zap.Error(err))

@@ -123,6 +123,7 @@ type Engine struct {
 	langs  []string
 	budget budget
 	start  time.Time // the origin of the guests' monotonic clocks
+	source func(lang string) ([]byte, error)
 
 	bg     context.Context // background work: ends with Close
 	stopBg context.CancelFunc
@@ -161,6 +162,11 @@ func (e *Engine) Abandoned() int64 { return e.abandoned.Load() }
 // the background: it returns before any guest is compiled. It fails when
 // the configuration is invalid or no guest is built.
 func NewEngine(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error) {
+	return newEngine(ctx, cfg, log, sandbox.Module)
+}
+
+// newEngine is NewEngine reading the guest modules from source.
+func newEngine(ctx context.Context, cfg Config, log *zap.Logger, source func(lang string) ([]byte, error)) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -192,6 +198,7 @@ func NewEngine(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error
 		guests: map[string]*guest{},
 		langs:  langs,
 		start:  time.Now(),
+		source: source,
 	}
 	e.budget.limit = int64(cfg.TotalMemoryMiB) << 20
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
@@ -232,7 +239,7 @@ func (e *Engine) prepare(g *guest) {
 }
 
 func (e *Engine) compile(g *guest) error {
-	bin, err := sandbox.Module(g.lang)
+	bin, err := e.source(g.lang)
 	if err != nil {
 		return err
 	}
