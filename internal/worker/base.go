@@ -52,7 +52,10 @@ func (p initParams) key(module [32]byte) [32]byte {
 // pythonPreloadCell is the cell that imports mods into a Python base image
 // without binding names in __main__, then moves every object alive into
 // the collector's permanent generation (gc.freeze), so that a collection
-// in a clone does not write to, and so copy, the base's pages.
+// in a clone does not write to, and so copy, the base's pages. Last, it
+// resets the cell counter of the guest's driver (sandbox/python/driver.py,
+// the globals of the frame that runs the cell), so that the user's first
+// cell is still <cell-1> in tracebacks (TestPythonErrors).
 func pythonPreloadCell(mods []string) string {
 	if len(mods) == 0 {
 		return ""
@@ -62,7 +65,8 @@ func pythonPreloadCell(mods []string) string {
 		q[i] = strconv.Quote(m)
 	}
 	return "for _m in (" + strings.Join(q, ", ") + ",):\n    __import__(_m)\ndel _m\n" +
-		"__import__('gc').collect()\n__import__('gc').freeze()\n"
+		"__import__('gc').collect()\n__import__('gc').freeze()\n" +
+		"_d = __import__('sys')._getframe(1).f_globals\n_d['_count'] = 0\n_d['_cells'].clear()\ndel _d\n"
 }
 
 // prepareBase makes g's base image for the engine's initParams: from the

@@ -119,11 +119,15 @@ func (e *Engine) moduleConfig(g *guest, inst *instance, opts WorkerOptions, det 
 }
 
 // instantiate makes inst's module from g, its memory from the engine's
-// allocator; start runs the guest's _initialize.
+// allocator. start writes the module's data segments and runs the guest's
+// _initialize; without it the memory is all zeros (a restore writes it).
 func (e *Engine) instantiate(ctx context.Context, g *guest, inst *instance, mc wazero.ModuleConfig, start bool) (err error) {
-	if start {
+	switch {
+	case start && g.info.dataInit != "":
+		mc = mc.WithStartFunctions(g.info.dataInit, "_initialize")
+	case start:
 		mc = mc.WithStartFunctions("_initialize")
-	} else {
+	default:
 		mc = mc.WithStartFunctions()
 	}
 	alloc := &memoryAllocator{b: &e.budget, busy: &inst.calls}
@@ -238,17 +242,10 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 			return fail(e.budget.check(int64(img.memSize - m0)))
 		}
 	}
-	// Instantiation wrote the module's data segments into the first m0
-	// bytes: the base's pages replace them, or zeros do.
-	shared := uint64(0)
+	// The memory is zeros (the data segments are passive, see
+	// prepareModule): the base's pages go under the image's own.
 	if b != nil {
-		shared = min(b.img.memSize, img.memSize)
-		if err := inst.mem.mapShared(b.shared, shared); err != nil {
-			return fail(err)
-		}
-	}
-	if m0 > shared {
-		if err := inst.mem.zero(shared, m0); err != nil {
+		if err := inst.mem.mapShared(b.shared, min(b.img.memSize, img.memSize)); err != nil {
 			return fail(err)
 		}
 	}

@@ -224,6 +224,7 @@ func skipBlockType(r *reader) {
 // imports is what prepareModule needs of the import section.
 type imports struct {
 	globals uint32 // imported globals: defined ones are numbered after them
+	funcs   uint32 // imported functions: likewise
 	fn      uint32 // function index of module.name
 	found   bool
 	// outside names state the module shares with another module (an
@@ -263,6 +264,7 @@ func readImports(sec []byte, module, name string) (imports, error) {
 			return imp, fmt.Errorf("import kind 0x%02x", kind)
 		}
 	}
+	imp.funcs = funcs
 	return imp, r.err
 }
 

@@ -11,13 +11,24 @@ import (
 
 // Wasm section ids used here (see also killswitch.go).
 const (
-	secExport = 7
+	secType      = 1
+	secFunction  = 3
+	secExport    = 7
+	secData      = 11
+	secDataCount = 12
 )
 
-// globalExportPrefix names the exports prepareModule adds: every mutable
-// global the module defines is exported as globalExportPrefix + its index,
-// so that the host can read and write it (memory images, image.go).
-const globalExportPrefix = "execd.global."
+// Exports prepareModule adds.
+const (
+	// globalExportPrefix + a global's index exports each mutable global the
+	// module defines, so that the host can read and write it (image.go).
+	globalExportPrefix = "execd.global."
+	// dataInitExport writes the module's data segments into memory: what
+	// instantiation does for active segments, which the rewrite makes
+	// passive, so that an instance restored from an image does not copy
+	// them only to overwrite them (see RATIONALE.md).
+	dataInitExport = "execd.data"
+)
 
 var errRewrite = errors.New("guest rewrite")
 
@@ -35,24 +46,32 @@ type moduleInfo struct {
 	globals []moduleGlobal
 	// notImageable says why linear memory plus globals is not the whole
 	// state of an instance between calls ("" when it is): an imported
-	// memory, table or mutable global, or code that writes tables or drops
-	// segments. Memory images of such a module would be incomplete.
+	// memory, table or mutable global, a mutable reference global, or code
+	// that writes tables or drops segments. Memory images of such a module
+	// would be incomplete.
 	notImageable string
+	// dataInit is dataInitExport when the module had active data segments
+	// (a fresh instance must call it first), else "".
+	dataInit string
 }
 
-// prepareModule rewrites a guest module before it is compiled: it exports
-// every mutable global it defines (globalExportPrefix) and, with
-// killSwitch, adds the kill switch (killswitch.go). It reads every
-// instruction of the code section either way and refuses a module it
-// cannot fully parse.
+type section struct {
+	id   byte
+	body []byte
+}
+
+// prepareModule rewrites a guest module before it is compiled:
+//   - it exports every mutable global it defines (globalExportPrefix);
+//   - it makes its active data segments passive and adds a function that
+//     writes them (dataInitExport), for a fresh instance to call first;
+//   - with killSwitch, it adds the kill switch (killswitch.go).
+//
+// It reads every instruction of the code section either way and refuses a
+// module it cannot fully parse.
 func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 	var info moduleInfo
 	if len(bin) < 8 || !bytes.Equal(bin[:4], []byte("\x00asm")) || !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
 		return nil, info, fmt.Errorf("%w: not a wasm 1.0 module", errRewrite)
-	}
-	type section struct {
-		id   byte
-		body []byte
 	}
 	var secs []section
 	r := &reader{b: bin, off: 8}
@@ -65,28 +84,31 @@ func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 		}
 		secs = append(secs, section{id, body})
 	}
+	find := func(id byte) int {
+		for i, s := range secs {
+			if s.id == id {
+				return i
+			}
+		}
+		return -1
+	}
 
 	var imp imports
 	var defined []globalType
-	gi, ci, ei := -1, -1, -1
-	for i, s := range secs {
+	for _, s := range secs {
 		var err error
 		switch s.id {
 		case secImport:
 			imp, err = readImports(s.body, killSwitchModule, killSwitchImport)
 		case secGlobal:
-			gi = i
 			defined, err = readGlobals(s.body)
-		case secExport:
-			ei = i
-		case secCode:
-			ci = i
 		}
 		if err != nil {
 			return nil, info, fmt.Errorf("%w: section %d: %v", errRewrite, s.id, err)
 		}
 	}
 	info.notImageable = imp.outside
+	gi, ci := find(secGlobal), find(secCode)
 	if killSwitch {
 		if gi < 0 || ci < 0 {
 			return nil, info, fmt.Errorf("%w: the module needs global and code sections", errRewrite)
@@ -132,31 +154,22 @@ func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 		}
 	}
 
-	// export section: every mutable global.
-	if len(info.globals) > 0 {
-		var names map[string]bool
-		if ei >= 0 {
-			var err error
-			if names, err = readExportNames(secs[ei].body); err != nil {
-				return nil, info, fmt.Errorf("%w: section %d: %v", errRewrite, secExport, err)
-			}
-		} else {
-			// No export section: one goes right after the global section,
-			// where the binary format orders it.
-			ei = gi + 1
-			secs = append(secs[:ei], append([]section{{secExport, []byte{0}}}, secs[ei:]...)...)
-		}
-		for i := range info.globals {
-			g := &info.globals[i]
-			g.export = globalExportPrefix + strconv.FormatUint(uint64(g.index), 10)
-			if names[g.export] {
-				return nil, info, fmt.Errorf("%w: the module already exports %q", errRewrite, g.export)
-			}
-			item := appendName(nil, g.export)
-			item = append(item, 0x03) // global
-			item = appendU32(item, g.index)
-			secs[ei].body = appendToVec(secs[ei].body, item)
-		}
+	var exports [][]byte
+	for i := range info.globals {
+		g := &info.globals[i]
+		g.export = globalExportPrefix + strconv.FormatUint(uint64(g.index), 10)
+		exports = append(exports, exportItem(g.export, 0x03, g.index))
+	}
+	secs, fn, err := passiveData(secs, imp.funcs)
+	if err != nil {
+		return nil, info, fmt.Errorf("%w: data: %v", errRewrite, err)
+	}
+	if fn >= 0 {
+		info.dataInit = dataInitExport
+		exports = append(exports, exportItem(dataInitExport, 0x00, uint32(fn)))
+	}
+	if secs, err = addExports(secs, exports); err != nil {
+		return nil, info, fmt.Errorf("%w: exports: %v", errRewrite, err)
 	}
 
 	out := append(make([]byte, 0, len(bin)+len(bin)/4), bin[:8]...)
@@ -166,6 +179,194 @@ func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 		out = append(out, s.body...)
 	}
 	return out, info, nil
+}
+
+func exportItem(name string, kind byte, index uint32) []byte {
+	return appendU32(append(appendName(nil, name), kind), index)
+}
+
+// addExports appends items to the export section, making one (where the
+// binary format orders it: after the globals, or the sections before them)
+// when the module has none.
+func addExports(secs []section, items [][]byte) ([]section, error) {
+	if len(items) == 0 {
+		return secs, nil
+	}
+	ei := -1
+	for i, s := range secs {
+		if s.id == secExport {
+			ei = i
+		}
+	}
+	var names map[string]bool
+	if ei >= 0 {
+		var err error
+		if names, err = readExportNames(secs[ei].body); err != nil {
+			return nil, err
+		}
+	} else {
+		ei = insertAt(secs, secExport)
+		secs = append(secs[:ei], append([]section{{secExport, []byte{0}}}, secs[ei:]...)...)
+	}
+	for _, it := range items {
+		name := (&reader{b: it}).name()
+		if names[name] {
+			return nil, fmt.Errorf("the module already exports %q", name)
+		}
+		secs[ei].body = appendToVec(secs[ei].body, it)
+	}
+	return secs, nil
+}
+
+// sectionOrder is the position of each known section id in a module.
+var sectionOrder = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 12: 10, 10: 11, 11: 12}
+
+// insertAt is where a new section with id goes: before the first known
+// section that must follow it.
+func insertAt(secs []section, id byte) int {
+	for i, s := range secs {
+		if o, ok := sectionOrder[s.id]; ok && o > sectionOrder[id] {
+			return i
+		}
+	}
+	return len(secs)
+}
+
+// passiveData makes the module's active data segments (memory 0) passive
+// and adds a function, of index imported+defined functions, that writes
+// them and drops them, in order, as instantiation would. It returns that
+// function's index, or -1 when there was nothing to change.
+func passiveData(secs []section, importedFuncs uint32) ([]section, int, error) {
+	di := -1
+	for i, s := range secs {
+		if s.id == secData {
+			di = i
+		}
+	}
+	if di < 0 {
+		return secs, -1, nil
+	}
+	r := &reader{b: secs[di].body}
+	n := r.u32()
+	data := appendU32(nil, n)
+	body := []byte{0} // no locals
+	converted := false
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		start := r.off
+		switch flag := r.u32(); flag {
+		case 0: // active, memory 0: offset expression, bytes
+			from := r.off
+			if err := skipConstExpr(r); err != nil {
+				return nil, -1, fmt.Errorf("segment %d: %v", i, err)
+			}
+			offset := r.b[from : r.off-1] // without its end
+			seg := r.bytes(int(r.u32()))
+			data = appendU32(append(data, 0x01), uint32(len(seg))) // passive
+			data = append(data, seg...)
+			body = append(body, offset...)
+			body = append(body, 0x41, 0x00, 0x41) // i32.const 0; i32.const len
+			body = appendS32(body, int32(len(seg)))
+			body = appendU32(append(body, 0xfc, 0x08), i) // memory.init i 0
+			body = append(body, 0x00)
+			body = appendU32(append(body, 0xfc, 0x09), i) // data.drop i
+			converted = true
+		case 1: // passive
+			r.bytes(int(r.u32()))
+			data = append(data, r.b[start:r.off]...)
+		case 2: // active, explicit memory
+			r.u32()
+			if err := skipConstExpr(r); err != nil {
+				return nil, -1, fmt.Errorf("segment %d: %v", i, err)
+			}
+			r.bytes(int(r.u32()))
+			data = append(data, r.b[start:r.off]...)
+		default:
+			return nil, -1, fmt.Errorf("segment %d: flags %d", i, flag)
+		}
+	}
+	if r.err != nil {
+		return nil, -1, r.err
+	}
+	if r.off != len(r.b) {
+		return nil, -1, errors.New("trailing bytes after the segments")
+	}
+	if !converted {
+		return secs, -1, nil
+	}
+	body = append(body, 0x0b)
+	ti, fi, ci := -1, -1, -1
+	hasCount := false
+	for i, s := range secs {
+		switch s.id {
+		case secType:
+			ti = i
+		case secFunction:
+			fi = i
+		case secCode:
+			ci = i
+		case secDataCount:
+			hasCount = true
+		}
+	}
+	if ti < 0 || fi < 0 || ci < 0 {
+		return nil, -1, errors.New("active data without type, function or code sections")
+	}
+	typ, types, err := findType(secs[ti].body)
+	if err != nil {
+		return nil, -1, fmt.Errorf("types: %v", err)
+	}
+	if typ < 0 {
+		secs[ti].body = appendToVec(secs[ti].body, []byte{0x60, 0, 0})
+		typ = int(types)
+	}
+	defined, err := (&reader{b: secs[fi].body}).count()
+	if err != nil {
+		return nil, -1, fmt.Errorf("functions: %v", err)
+	}
+	secs[fi].body = appendToVec(secs[fi].body, appendU32(nil, uint32(typ)))
+	secs[ci].body = appendToVec(secs[ci].body, append(appendU32(nil, uint32(len(body))), body...))
+	secs[di].body = data
+	if !hasCount {
+		// memory.init and data.drop need the data count section.
+		at := insertAt(secs, secDataCount)
+		secs = append(secs[:at], append([]section{{secDataCount, appendU32(nil, n)}}, secs[at:]...)...)
+	}
+	return secs, int(importedFuncs + defined), nil
+}
+
+// findType returns the index of the type () -> () in the type section, or
+// -1, and the number of types.
+func findType(sec []byte) (int, uint32, error) {
+	r := &reader{b: sec}
+	n := r.u32()
+	found := -1
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if form := r.byte(); form != 0x60 && r.err == nil {
+			return -1, 0, fmt.Errorf("type %d: form 0x%02x", i, form)
+		}
+		params := r.u32()
+		r.bytes(int(params))
+		results := r.u32()
+		r.bytes(int(results))
+		if params == 0 && results == 0 && found < 0 {
+			found = int(i)
+		}
+	}
+	return found, n, r.err
+}
+
+// skipConstExpr advances r over a constant expression and its end.
+func skipConstExpr(r *reader) error {
+	for r.err == nil {
+		op := r.byte()
+		if op == 0x0b {
+			return r.err
+		}
+		if _, err := skipImmediates(r, op); err != nil {
+			return err
+		}
+	}
+	return r.err
 }
 
 type globalType struct {
@@ -193,14 +394,8 @@ func readGlobals(sec []byte) ([]globalType, error) {
 		if mut > 1 {
 			return nil, fmt.Errorf("global %d: mutability 0x%02x", i, mut)
 		}
-		for r.err == nil {
-			op := r.byte()
-			if op == 0x0b {
-				break
-			}
-			if _, err := skipImmediates(r, op); err != nil {
-				return nil, fmt.Errorf("global %d initialiser: %v", i, err)
-			}
+		if err := skipConstExpr(r); err != nil {
+			return nil, fmt.Errorf("global %d initialiser: %v", i, err)
 		}
 		out = append(out, globalType{typ: t, mutable: mut == 1})
 	}
