@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,8 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 // hostInterrupted answers the guest's poll, from its interpreter loop and
 // from the kill switch's countdown (killswitch.go). After the hard kill it
 // does not return: the panic ends the guest call with the exit code.
+// Otherwise it yields the processor (see RATIONALE.md, "Why does the guest
+// yield at its polls?").
 func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 	var v uint64
 	if st := stateOf(ctx); st != nil {
@@ -101,7 +104,14 @@ func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 		}
 	}
 	stack[0] = v
+	if yieldAtPolls.Load() {
+		runtime.Gosched()
+	}
 }
+
+// yieldAtPolls: hostInterrupted yields; off only to measure what that
+// costs (BenchmarkFairness).
+var yieldAtPolls = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
 
 // killExitCode is the exit code of a guest call ended by the hard kill.
 const killExitCode = 137

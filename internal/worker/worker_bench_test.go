@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -184,4 +185,52 @@ func memoryKiB(b *testing.B) kib {
 		}
 	}
 	return m
+}
+
+// BenchmarkFairness: how long a call waits for a processor while twice as
+// many endless loops as there are processors run in other workers, with
+// and without the yield at the guest's polls; and what the yield costs on
+// fib(25) and 1+1 alone. Each iteration of "1+1-beside-loops" sleeps 1 ms
+// first, so that the calling goroutine must be scheduled again, as a
+// request's is when its bytes arrive; "1+1-after-sleep" is the same
+// without the loops.
+func BenchmarkFairness(b *testing.B) {
+	e := testEngine(b, true)
+	sleepThenRun := func(b *testing.B, w *Worker) {
+		timed(b, func() {
+			time.Sleep(time.Millisecond)
+			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
+				b.Fatal(describe(r))
+			}
+		})
+	}
+	for _, yield := range []bool{true, false} {
+		name := "yield=off"
+		if yield {
+			name = "yield=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			yieldAtPolls.Store(yield)
+			defer yieldAtPolls.Store(true)
+			b.Run("1+1-after-sleep", func(b *testing.B) { sleepThenRun(b, newWorker(b, e, WorkerOptions{})) })
+			b.Run("1+1-beside-loops", func(b *testing.B) {
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				for range 2 * runtime.GOMAXPROCS(0) {
+					w := newWorker(b, e, WorkerOptions{})
+					wg.Add(1)
+					go func() { defer wg.Done(); w.Run(ctx, "for (;;) {}", nil) }()
+				}
+				w := newWorker(b, e, WorkerOptions{})
+				time.Sleep(50 * time.Millisecond) // the loops are spinning
+				sleepThenRun(b, w)
+				cancel()
+				wg.Wait()
+			})
+			b.Run("fib25", func(b *testing.B) {
+				benchRun(b, true, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }", "fib(25)")
+			})
+			b.Run("1+1", func(b *testing.B) { benchRun(b, true, "", "1+1") })
+		})
+	}
 }
