@@ -192,7 +192,7 @@ func newBase(img *Image) (*base, error) {
 		return nil, errors.New("a base image must not have a parent")
 	}
 	sp, err := newSharedPages(img.memSize, func(m []byte) {
-		for i, p := range img.pages {
+		for i, p := range img.pages { // without a parent, a page XOR zero is the page
 			copy(m[int(p)*imagePage:], img.data[i*imagePage:(i+1)*imagePage])
 		}
 	})

@@ -30,9 +30,11 @@ var (
 // Image is one interpreter's state between runs, for one exact guest
 // module: its linear memory and every mutable global, the guest's
 // monotonic clock, and how the interpreter was initialised. It holds only
-// the 4 KiB pages that differ from the base image it was restored from
-// (zero pages when it has none), so an image of a new workspace is a few
-// kilobytes. An Image is immutable and safe for concurrent use.
+// the 4 KiB pages that differ from the base image it derives from (from
+// zero pages when it has none), each as its XOR with the base's page, so
+// that what changed is mostly zeros and compresses to little: an image of a
+// workspace holding a few variables is a few kilobytes. An Image is
+// immutable and safe for concurrent use.
 type Image struct {
 	lang    string
 	module  [32]byte // sha256 of the module bytes as compiled (after prepareModule)
@@ -42,7 +44,7 @@ type Image struct {
 	clock   int64    // the guest's monotonic clock when it was taken, ns
 	globals []imageGlobal
 	pages   []uint32 // indices of the stored pages, increasing
-	data    []byte   // len(pages) * imagePage bytes
+	data    []byte   // len(pages) * imagePage bytes: each page XOR the parent's (zero beyond it)
 }
 
 // initParams is how an interpreter was initialised: what a base image is
@@ -68,8 +70,10 @@ const imagePage = 4096
 // header: u8 len, language | [32] module sha256 | u32 heap limit |
 // u32 len, preload | [32] parent | u64 memory bytes | i64 clock |
 // u16 count, then per global u8 type, u64 value | u32 page count |
-// u32 payload length. payload: one zstd frame of the page indices (u32
-// each) followed by the pages. The CRC covers everything before it.
+// u32 payload length. payload: nothing when there are no pages, else one
+// zstd frame of the page indices (u32 each) followed by the pages, each
+// XORed with the parent's page of the same index (zero beyond the parent,
+// or without one). The CRC covers everything before it.
 const (
 	imageMagic    = "execdimg"
 	imageVersion  = 1

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -249,9 +250,12 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 			return fail(err)
 		}
 	}
+	// The memory holds the base's pages (or zeros): each stored page is
+	// the difference from them.
 	mem := inst.mem.bytes()
 	for i, p := range img.pages {
-		copy(mem[int(p)*imagePage:], img.data[i*imagePage:(i+1)*imagePage])
+		page := mem[int(p)*imagePage : int(p+1)*imagePage]
+		subtle.XORBytes(page, page, img.data[i*imagePage:(i+1)*imagePage])
 	}
 	for i, gl := range g.info.globals {
 		inst.mod.ExportedGlobal(gl.export).(api.MutableGlobal).Set(img.globals[i].val)
@@ -271,8 +275,8 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 }
 
 // snapshot images inst: the pages that differ from its base image (zero
-// pages without one), its globals and its clock. The caller makes sure no
-// call is running.
+// pages without one), each stored as its XOR with the base's page, its
+// globals and its clock. The caller makes sure no call is running.
 func (inst *instance) snapshot(g *guest) *Image {
 	mem := inst.mem.bytes()
 	var ref []byte
@@ -289,7 +293,9 @@ func (inst *instance) snapshot(g *guest) *Image {
 		}
 		if !bytes.Equal(page, want) {
 			img.pages = append(img.pages, uint32(off/imagePage))
-			img.data = append(img.data, page...)
+			n := len(img.data)
+			img.data = append(img.data, zeroPage[:]...)
+			subtle.XORBytes(img.data[n:], page, want)
 		}
 	}
 	for _, gl := range g.info.globals {
