@@ -285,18 +285,21 @@ func (inst *instance) snapshot(g *guest) *Image {
 		ref = inst.parent.shared.bytes()
 		img.parent = inst.parent.sum
 	}
-	for off := 0; off < len(mem); off += imagePage {
-		page := mem[off : off+imagePage]
-		want := zeroPage[:]
+	want := func(off int) []byte {
 		if off < len(ref) {
-			want = ref[off : off+imagePage]
+			return ref[off : off+imagePage]
 		}
-		if !bytes.Equal(page, want) {
+		return zeroPage[:]
+	}
+	for off := 0; off < len(mem); off += imagePage {
+		if !bytes.Equal(mem[off:off+imagePage], want(off)) {
 			img.pages = append(img.pages, uint32(off/imagePage))
-			n := len(img.data)
-			img.data = append(img.data, zeroPage[:]...)
-			subtle.XORBytes(img.data[n:], page, want)
 		}
+	}
+	img.data = make([]byte, len(img.pages)*imagePage)
+	for i, p := range img.pages {
+		off := int(p) * imagePage
+		subtle.XORBytes(img.data[i*imagePage:(i+1)*imagePage], mem[off:off+imagePage], want(off))
 	}
 	for _, gl := range g.info.globals {
 		img.globals = append(img.globals, imageGlobal{typ: gl.typ, val: inst.mod.ExportedGlobal(gl.export).Get()})
