@@ -24,9 +24,9 @@ const (
 	exportAlloc = "execd_alloc"
 	exportFree  = "execd_free"
 	exportEval  = "execd_eval"
-	// exportReseed, optional: reseeds the guest's random generators in an
+	// reseedExport, optional: reseeds the guest's random generators in an
 	// instance cloned from an image (sandbox/ABI.md).
-	exportReseed = "execd_reseed"
+	reseedExport = "execd_reseed"
 )
 
 // freshEvalAfter: after an eval call longer than this, the instance takes a

@@ -80,7 +80,7 @@ func (e *Engine) prepareBase(g *guest) {
 		return
 	}
 	if !g.reseed {
-		e.log.Warn("guest does not export "+exportReseed+": clones of its base image share the state of its random generators",
+		e.log.Warn("guest does not export "+reseedExport+": clones of its base image share the state of its random generators",
 			zap.String("language", g.lang))
 	}
 	p := e.initParams(g.lang)

@@ -23,7 +23,7 @@ func TestMemoryBudget(t *testing.T) {
 	e := newTestEngine(t, cfg)
 	for _, lang := range e.Languages() {
 		t.Run(lang, func(t *testing.T) {
-			w := newLangWorker(t, e, lang, WorkerOptions{})
+			w := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w, stateCode[lang].set, StatusOK)
 			r := w.Run(context.Background(), bombCode[lang], nil)
 			if r.Status != StatusOOM || !r.BudgetExceeded || r.Reset {
@@ -39,7 +39,7 @@ func TestMemoryBudget(t *testing.T) {
 				t.Errorf("NewWorker with the budget full: %v; want ErrMemoryBudget", err)
 			}
 			w.Close()
-			w2 := newLangWorker(t, e, lang, WorkerOptions{})
+			w2 := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w2, "1+1", StatusOK)
 			w2.Close()
 		})

@@ -248,7 +248,7 @@ func (e *Engine) compile(g *guest) error {
 	if _, _, err := sandbox.Files(g.lang); err != nil {
 		return err
 	}
-	bin, info, err := prepareModule(bin, e.cfg.StrictTermination)
+	bin, info, err := prepareModule(bin, rewrites{killSwitch: e.cfg.StrictTermination, images: true})
 	if err != nil {
 		return fmt.Errorf("guest %s: %w", g.lang, err)
 	}
@@ -260,7 +260,7 @@ func (e *Engine) compile(g *guest) error {
 		cm.Close(e.bg)
 		return fmt.Errorf("guest %s: %w", g.lang, err)
 	}
-	_, g.reseed = cm.ExportedFunctions()[exportReseed]
+	_, g.reseed = cm.ExportedFunctions()[reseedExport]
 	g.cm, g.info, g.sum = cm, info, sha256.Sum256(bin)
 	return nil
 }

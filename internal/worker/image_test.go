@@ -72,7 +72,7 @@ func restore(t testing.TB, e *Engine, img *Image, clone bool) *Worker {
 	return w
 }
 
-func newLangWorker(t testing.TB, e *Engine, lang string, opts WorkerOptions) *Worker {
+func langWorker(t testing.TB, e *Engine, lang string, opts WorkerOptions) *Worker {
 	t.Helper()
 	w, err := e.NewWorker(context.Background(), lang, opts)
 	if err != nil {
@@ -105,7 +105,7 @@ func TestImageRestoresTheSameState(t *testing.T) {
 	for _, lang := range e.Languages() {
 		t.Run(lang, func(t *testing.T) {
 			sc := stateCode[lang]
-			w := newLangWorker(t, e, lang, WorkerOptions{})
+			w := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w, sc.set, StatusOK)
 			img := snapshot(t, w)
 			hash, globals := memHash(t, w), globalsOf(t, w)
@@ -165,7 +165,7 @@ func TestImageRandomState(t *testing.T) {
 	for _, lang := range e.Languages() {
 		t.Run(lang, func(t *testing.T) {
 			rc := randomCode[lang]
-			w := newLangWorker(t, e, lang, WorkerOptions{})
+			w := langWorker(t, e, lang, WorkerOptions{})
 			if rc.setup != "" {
 				mustRun(t, w, rc.setup, StatusOK)
 			}
@@ -177,15 +177,15 @@ func TestImageRandomState(t *testing.T) {
 				t.Errorf("continued interpreters drew %s and %s, the original %s; want the same", a, b, orig)
 			}
 			if !e.guests[lang].reseed {
-				t.Skipf("the %s guest does not export %s: clones share its random state (continuation checked above)", lang, exportReseed)
+				t.Skipf("the %s guest does not export %s: clones share its random state (continuation checked above)", lang, reseedExport)
 			}
 			c1 := value(mustRun(t, restore(t, e, img, true), rc.draw, StatusOK))
 			c2 := value(mustRun(t, restore(t, e, img, true), rc.draw, StatusOK))
 			if c1 == c2 || c1 == a {
 				t.Errorf("clones drew %s and %s (continuation %s); want each its own", c1, c2, a)
 			}
-			n1 := newLangWorker(t, e, lang, WorkerOptions{})
-			n2 := newLangWorker(t, e, lang, WorkerOptions{})
+			n1 := langWorker(t, e, lang, WorkerOptions{})
+			n2 := langWorker(t, e, lang, WorkerOptions{})
 			if rc.setup != "" {
 				mustRun(t, n1, rc.setup, StatusOK)
 				mustRun(t, n2, rc.setup, StatusOK)
@@ -205,7 +205,7 @@ func TestImageClockContinues(t *testing.T) {
 	if !contains(e.Languages(), "python") {
 		t.Fatal("python guest not built: make guests")
 	}
-	w := newLangWorker(t, e, "python", WorkerOptions{})
+	w := langWorker(t, e, "python", WorkerOptions{})
 	mustRun(t, w, "import time\ntime.sleep(0.05)", StatusOK)
 	before := value(mustRun(t, w, "time.monotonic_ns()", StatusOK))
 	img := snapshot(t, w)
@@ -294,7 +294,7 @@ func TestRestoreStaleImage(t *testing.T) {
 func TestSnapshotRefusesOpenFiles(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t, true)
-	w := newLangWorker(t, e, "python", WorkerOptions{Dir: t.TempDir()})
+	w := langWorker(t, e, "python", WorkerOptions{Dir: t.TempDir()})
 	mustRun(t, w, "f = open('notes.txt', 'w'); f.write('a')", StatusOK)
 	if _, err := w.Snapshot(context.Background()); !errors.Is(err, ErrNotSnapshottable) {
 		t.Fatalf("Snapshot with a file open: %v; want ErrNotSnapshottable", err)
@@ -352,7 +352,7 @@ func TestImageCapturesEveryMutableGlobal(t *testing.T) {
 				t.Errorf("%s: %d mutable globals; sandbox/ABI.md says the state between calls is memory plus __stack_pointer: "+
 					"check that a new global needs nothing but saving (TestImageRestoresTheSameState), then update this test", lang, mutable)
 			}
-			w := newLangWorker(t, e, lang, WorkerOptions{})
+			w := langWorker(t, e, lang, WorkerOptions{})
 			img := snapshot(t, w)
 			if len(img.globals) != want {
 				t.Errorf("%s: the image holds %d globals; want %d", lang, len(img.globals), want)
@@ -394,7 +394,7 @@ func globalsOfBinary(t *testing.T, bin []byte) []globalType {
 func TestImageOfAModuleWithManyGlobals(t *testing.T) {
 	t.Parallel()
 	e := testEngine(t, false)
-	bin, info, err := prepareModule(globalsModule(), false)
+	bin, info, err := prepareModule(globalsModule(), rewrites{images: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ func TestBaseImagesAreDeterministic(t *testing.T) {
 // A preloaded module is loaded in a new Python worker but not bound.
 func TestPythonPreload(t *testing.T) {
 	t.Parallel()
-	w := newLangWorker(t, testEngine(t, true), "python", WorkerOptions{})
+	w := langWorker(t, testEngine(t, true), "python", WorkerOptions{})
 	r := mustRun(t, w, "import sys\n[m for m in ('json', 'statistics', 'dataclasses', 'typing') if m not in sys.modules]", StatusOK)
 	if value(r) != "[]" {
 		t.Errorf("modules not preloaded: %s", value(r))
@@ -574,7 +574,7 @@ func TestPythonPreloadFailure(t *testing.T) {
 	if b := e.guests["python"].base; b == nil || b.img.init.preload != "" {
 		t.Fatalf("base image after a failed preload: %+v", b)
 	}
-	w := newLangWorker(t, e, "python", WorkerOptions{})
+	w := langWorker(t, e, "python", WorkerOptions{})
 	mustRun(t, w, "import json; json.dumps([1])", StatusOK)
 }
 

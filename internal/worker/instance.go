@@ -262,13 +262,14 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 	}
 	inst.parent, inst.init = b, img.init
 	if clone && g.reseed {
-		rc, err := inst.mod.ExportedFunction(exportReseed).Call(rctx)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", exportReseed, err))
+		// A clone that could not reseed would repeat its image's random
+		// numbers: sandbox/ABI.md says not to use it.
+		rc, err := inst.mod.ExportedFunction(reseedExport).Call(rctx)
+		if err == nil && int32(rc[0]) != 0 {
+			err = fmt.Errorf("returned %d", int32(rc[0]))
 		}
-		if int32(rc[0]) != 0 {
-			e.log.Warn(exportReseed+" failed: this clone shares its random state with its image",
-				zap.String("language", g.lang), zap.Int32("rc", int32(rc[0])))
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", reseedExport, err))
 		}
 	}
 	return inst, nil

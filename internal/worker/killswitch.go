@@ -50,12 +50,12 @@ const (
 	secCode   = 10
 )
 
-// addKillSwitch returns bin with the kill switch added (and every mutable
-// global exported, see prepareModule). It refuses a module it cannot fully
-// parse (an instruction it does not know, a missing import, global or code
-// section) rather than produce one whose loops are unchecked.
+// addKillSwitch returns bin with the kill switch added and nothing else
+// changed. It refuses a module it cannot fully parse (an instruction it
+// does not know, a missing import, global or code section) rather than
+// produce one whose loops are unchecked.
 func addKillSwitch(bin []byte) ([]byte, error) {
-	out, _, err := prepareModule(bin, true)
+	out, _, err := prepareModule(bin, rewrites{killSwitch: true})
 	return out, err
 }
 
@@ -110,8 +110,12 @@ func instrumentCode(sec, check []byte) (out []byte, outside string, err error) {
 		for fn.off < len(fn.b) {
 			op := fn.byte()
 			loop := op == 0x03
-			state, err := skipImmediates(fn, op)
-			if err != nil {
+			var sub uint32
+			if op == 0xfc {
+				sub = (&reader{b: fn.b, off: fn.off}).u32()
+			}
+			state := stateOutside(op, sub)
+			if err := skipImmediates(fn, op); err != nil {
 				return nil, "", fmt.Errorf("function %d at byte %d: %v", i, fn.off, err)
 			}
 			if fn.err != nil {
@@ -144,23 +148,45 @@ func instrumentCode(sec, check []byte) (out []byte, outside string, err error) {
 	return out, outside, nil
 }
 
+// stateOutside names op (with sub, the sub-opcode of an 0xfc prefix) when
+// it changes instance state outside linear memory and the globals: a table
+// write or a dropped segment. "" otherwise.
+func stateOutside(op byte, sub uint32) string {
+	switch {
+	case op == 0x26:
+		return "table.set"
+	case op != 0xfc:
+		return ""
+	}
+	switch sub {
+	case 9:
+		return "data.drop"
+	case 12:
+		return "table.init"
+	case 13:
+		return "elem.drop"
+	case 14:
+		return "table.copy"
+	case 15:
+		return "table.grow"
+	case 17:
+		return "table.fill"
+	}
+	return ""
+}
+
 // skipImmediates advances r over the immediates of op: the core
 // instructions, sign extension, saturating truncation, bulk memory and
-// reference types. SIMD, exceptions, threads and GC are refused. state
-// names op when it changes instance state outside linear memory and the
-// globals.
-func skipImmediates(r *reader, op byte) (state string, err error) {
+// reference types. SIMD, exceptions, threads and GC are refused.
+func skipImmediates(r *reader, op byte) error {
 	switch {
 	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f ||
 		op == 0x1a || op == 0x1b || op == 0xd1 || (op >= 0x45 && op <= 0xc4):
 		// no immediates
 	case op >= 0x02 && op <= 0x04: // block, loop, if
 		skipBlockType(r)
-	case op == 0x26: // table.set
-		r.u32()
-		return "table.set", nil
 	case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || op == 0xd2 ||
-		(op >= 0x20 && op <= 0x25) || op == 0x3f || op == 0x40:
+		(op >= 0x20 && op <= 0x26) || op == 0x3f || op == 0x40:
 		r.u32()
 	case op == 0x0e: // br_table
 		n := r.u32()
@@ -194,22 +220,15 @@ func skipImmediates(r *reader, op byte) (state string, err error) {
 		case sub == 8 || sub == 10 || sub == 12 || sub == 14: // memory.init, memory.copy, table.init, table.copy
 			r.u32()
 			r.u32()
-			if sub == 12 || sub == 14 {
-				return [...]string{12: "table.init", 14: "table.copy"}[sub], nil
-			}
 		case sub <= 17:
 			r.u32()
-			switch sub {
-			case 9, 13, 15, 17:
-				return [...]string{9: "data.drop", 13: "elem.drop", 15: "table.grow", 17: "table.fill"}[sub], nil
-			}
 		default:
-			return "", fmt.Errorf("unknown instruction 0xfc %d", sub)
+			return fmt.Errorf("unknown instruction 0xfc %d", sub)
 		}
 	default:
-		return "", fmt.Errorf("unsupported instruction 0x%02x", op)
+		return fmt.Errorf("unsupported instruction 0x%02x", op)
 	}
-	return "", nil
+	return nil
 }
 
 func skipBlockType(r *reader) {

@@ -21,7 +21,8 @@ const (
 // Exports prepareModule adds.
 const (
 	// globalExportPrefix + a global's index exports each mutable global the
-	// module defines, so that the host can read and write it (image.go).
+	// module defines and does not export itself, so that the host can read
+	// and write it (image.go).
 	globalExportPrefix = "execd.global."
 	// dataInitExport writes the module's data segments into memory: what
 	// instantiation does for active segments, which the rewrite makes
@@ -42,7 +43,8 @@ type moduleGlobal struct {
 // moduleInfo is what prepareModule learnt about a guest module.
 type moduleInfo struct {
 	// globals lists every mutable global the module defines, the kill
-	// switch's countdown included, in index order.
+	// switch's countdown included, in index order; with images, each with
+	// the name it is exported under.
 	globals []moduleGlobal
 	// notImageable says why linear memory plus globals is not the whole
 	// state of an instance between calls ("" when it is): an imported
@@ -60,15 +62,22 @@ type section struct {
 	body []byte
 }
 
-// prepareModule rewrites a guest module before it is compiled:
-//   - it exports every mutable global it defines (globalExportPrefix);
-//   - it makes its active data segments passive and adds a function that
-//     writes them (dataInitExport), for a fresh instance to call first;
-//   - with killSwitch, it adds the kill switch (killswitch.go).
-//
-// It reads every instruction of the code section either way and refuses a
+// rewrites says what prepareModule changes in a module.
+type rewrites struct {
+	// killSwitch adds the kill switch (killswitch.go).
+	killSwitch bool
+	// images exports every mutable global the module defines that it does
+	// not export already (globalExportPrefix), and makes its active data
+	// segments passive with a function that writes them (dataInitExport),
+	// for a fresh instance to call first.
+	images bool
+}
+
+// prepareModule rewrites a guest module before it is compiled. It reads
+// every instruction of the code section whatever it changes, and refuses a
 // module it cannot fully parse.
-func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
+func prepareModule(bin []byte, rw rewrites) ([]byte, moduleInfo, error) {
+	killSwitch := rw.killSwitch
 	var info moduleInfo
 	if len(bin) < 8 || !bytes.Equal(bin[:4], []byte("\x00asm")) || !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
 		return nil, info, fmt.Errorf("%w: not a wasm 1.0 module", errRewrite)
@@ -154,22 +163,11 @@ func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 		}
 	}
 
-	var exports [][]byte
-	for i := range info.globals {
-		g := &info.globals[i]
-		g.export = globalExportPrefix + strconv.FormatUint(uint64(g.index), 10)
-		exports = append(exports, exportItem(g.export, 0x03, g.index))
-	}
-	secs, fn, err := passiveData(secs, imp.funcs)
-	if err != nil {
-		return nil, info, fmt.Errorf("%w: data: %v", errRewrite, err)
-	}
-	if fn >= 0 {
-		info.dataInit = dataInitExport
-		exports = append(exports, exportItem(dataInitExport, 0x00, uint32(fn)))
-	}
-	if secs, err = addExports(secs, exports); err != nil {
-		return nil, info, fmt.Errorf("%w: exports: %v", errRewrite, err)
+	if rw.images {
+		var err error
+		if secs, err = imageRewrites(secs, &info, imp.funcs); err != nil {
+			return nil, info, err
+		}
 	}
 
 	out := append(make([]byte, 0, len(bin)+len(bin)/4), bin[:8]...)
@@ -179,6 +177,42 @@ func prepareModule(bin []byte, killSwitch bool) ([]byte, moduleInfo, error) {
 		out = append(out, s.body...)
 	}
 	return out, info, nil
+}
+
+// imageRewrites exports the mutable globals (naming each in info) and makes
+// the data segments passive.
+func imageRewrites(secs []section, info *moduleInfo, importedFuncs uint32) ([]section, error) {
+	exported := map[uint32]string{} // global index -> an export name it already has
+	for _, s := range secs {
+		if s.id == secExport {
+			var err error
+			if exported, err = readGlobalExports(s.body); err != nil {
+				return nil, fmt.Errorf("%w: exports: %v", errRewrite, err)
+			}
+		}
+	}
+	var exports [][]byte
+	for i := range info.globals {
+		g := &info.globals[i]
+		if name, ok := exported[g.index]; ok {
+			g.export = name
+			continue
+		}
+		g.export = globalExportPrefix + strconv.FormatUint(uint64(g.index), 10)
+		exports = append(exports, exportItem(g.export, 0x03, g.index))
+	}
+	secs, fn, err := passiveData(secs, importedFuncs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: data: %v", errRewrite, err)
+	}
+	if fn >= 0 {
+		info.dataInit = dataInitExport
+		exports = append(exports, exportItem(dataInitExport, 0x00, uint32(fn)))
+	}
+	if secs, err = addExports(secs, exports); err != nil {
+		return nil, fmt.Errorf("%w: exports: %v", errRewrite, err)
+	}
+	return secs, nil
 }
 
 func exportItem(name string, kind byte, index uint32) []byte {
@@ -362,7 +396,7 @@ func skipConstExpr(r *reader) error {
 		if op == 0x0b {
 			return r.err
 		}
-		if _, err := skipImmediates(r, op); err != nil {
+		if err := skipImmediates(r, op); err != nil {
 			return err
 		}
 	}
@@ -398,6 +432,20 @@ func readGlobals(sec []byte) ([]globalType, error) {
 			return nil, fmt.Errorf("global %d initialiser: %v", i, err)
 		}
 		out = append(out, globalType{typ: t, mutable: mut == 1})
+	}
+	return out, r.err
+}
+
+// readGlobalExports maps each exported global to one of its export names.
+func readGlobalExports(sec []byte) (map[uint32]string, error) {
+	r := &reader{b: sec}
+	n := r.u32()
+	out := map[uint32]string{}
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		name, kind, idx := r.name(), r.byte(), r.u32()
+		if _, ok := out[idx]; kind == 0x03 && !ok && r.err == nil {
+			out[idx] = name
+		}
 	}
 	return out, r.err
 }
