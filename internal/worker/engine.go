@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.uber.org/zap"
@@ -252,7 +254,9 @@ func (e *Engine) compile(g *guest) error {
 	if err != nil {
 		return fmt.Errorf("guest %s: %w", g.lang, err)
 	}
-	cm, err := e.rt.CompileModule(e.bg, bin)
+	// On a cold cache the compilation is what a first call waits for: it
+	// uses every processor (and stops when the engine closes).
+	cm, err := e.rt.CompileModule(experimental.WithCompilationWorkers(e.bg, runtime.GOMAXPROCS(0)), bin)
 	if err != nil {
 		return fmt.Errorf("compile guest %s: %w", g.lang, err)
 	}
