@@ -85,6 +85,9 @@ func (e *Engine) prepareBase(g *guest) {
 	}
 	p := e.initParams(g.lang)
 	b, err := e.baseFor(g, p)
+	if e.bg.Err() != nil {
+		return // the engine closed meanwhile
+	}
 	if err != nil && p.preload != "" {
 		e.log.Error("sandbox.python_preload failed; the base image is made without it", zap.String("language", g.lang), zap.Error(err))
 		p.preload = ""

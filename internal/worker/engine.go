@@ -228,11 +228,16 @@ func (e *Engine) prepare(g *guest) {
 	start := time.Now()
 	if err := e.compile(g); err != nil {
 		g.err = err
-		e.log.Error("guest unavailable", zap.String("language", g.lang), zap.Error(err))
+		if e.bg.Err() == nil { // else the engine closed meanwhile
+			e.log.Error("guest unavailable", zap.String("language", g.lang), zap.Error(err))
+		}
 		return
 	}
 	g.compile = time.Since(start)
 	e.prepareBase(g)
+	if e.bg.Err() != nil {
+		return
+	}
 	fields := []zap.Field{zap.String("language", g.lang), zap.Duration("compile", g.compile), zap.Duration("total", time.Since(start))}
 	if g.base != nil {
 		fields = append(fields, zap.Int64("base_bytes", int64(g.base.img.memSize)))
