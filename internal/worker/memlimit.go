@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,13 +11,17 @@ import (
 
 // DefaultTotalMemoryMiB is the default of Config.TotalMemoryMiB: 3/4 of the
 // lower of the machine's memory (MemTotal in /proc/meminfo) and the memory
-// limit of the process's cgroup (memory.max of cgroup v2, up the
-// hierarchy, or memory.limit_in_bytes of cgroup v1), leaving a quarter to
-// the daemon's own heap, the compiled guests and the page cache. Where
+// limit of the process's cgroup (memory.max of cgroup v2, the lowest up
+// the hierarchy, or memory.limit_in_bytes of cgroup v1), leaving a quarter
+// to the daemon's own heap, the compiled guests and the page cache. Where
 // neither can be read, 4096.
 func DefaultTotalMemoryMiB() int {
-	limit := machineMemory()
-	if c := cgroupMemory(); c > 0 && (limit == 0 || c < limit) {
+	return defaultTotalMemoryMiB(os.ReadFile)
+}
+
+func defaultTotalMemoryMiB(read func(string) ([]byte, error)) int {
+	limit := machineMemory(read)
+	if c := cgroupMemory(read); c > 0 && (limit == 0 || c < limit) {
 		limit = c
 	}
 	if limit == 0 {
@@ -26,13 +31,12 @@ func DefaultTotalMemoryMiB() int {
 }
 
 // machineMemory is MemTotal in bytes, 0 when unknown.
-func machineMemory() uint64 {
-	f, err := os.Open("/proc/meminfo")
+func machineMemory(read func(string) ([]byte, error)) uint64 {
+	b, err := read("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(bytes.NewReader(b))
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
 			f := strings.Fields(rest)
@@ -48,17 +52,19 @@ func machineMemory() uint64 {
 
 // cgroupMemory is the lowest memory limit of the process's cgroup and its
 // ancestors, in bytes; 0 when there is none or it cannot be read.
-func cgroupMemory() uint64 {
-	b, err := os.ReadFile("/proc/self/cgroup")
+func cgroupMemory(read func(string) ([]byte, error)) uint64 {
+	b, err := read("/proc/self/cgroup")
 	if err != nil {
 		return 0
 	}
 	var lowest uint64
 	take := func(path string) {
-		v, err := os.ReadFile(path)
+		v, err := read(path)
 		if err != nil {
 			return
 		}
+		// "max" (v2) does not parse, and v1 says "no limit" with a huge
+		// number: neither is a limit.
 		n, err := strconv.ParseUint(strings.TrimSpace(string(v)), 10, 64)
 		if err == nil && n > 0 && n < 1<<60 && (lowest == 0 || n < lowest) {
 			lowest = n
@@ -70,8 +76,8 @@ func cgroupMemory() uint64 {
 			continue
 		}
 		switch {
-		case parts[0] == "0" && parts[1] == "": // cgroup v2: "max" does not parse, so no limit
-			for dir := filepath.Join("/sys/fs/cgroup", parts[2]); strings.HasPrefix(dir, "/sys/fs/cgroup"); dir = filepath.Dir(dir) {
+		case parts[0] == "0" && parts[1] == "": // cgroup v2
+			for dir := filepath.Join("/sys/fs/cgroup", parts[2]); ; dir = filepath.Dir(dir) {
 				take(filepath.Join(dir, "memory.max"))
 				if dir == "/sys/fs/cgroup" {
 					break
