@@ -1,9 +1,14 @@
 // Package worker runs guest code in one WebAssembly sandbox instance.
 //
 // An Engine owns the wazero runtime and the compiled guest modules of the
-// process (compiled once, cached on disk). A Worker is one instance of one
-// guest: it keeps the interpreter's state from Run to Run, like a notebook
-// kernel. A Worker runs one call at a time; callers serialise Run.
+// process (compiled once in the background, cached on disk), each guest's
+// base image (its interpreter right after start-up), and the memory budget
+// of all instances. A Worker is one instance of one guest: it keeps the
+// interpreter's state from Run to Run, like a notebook kernel; a new one is
+// a copy-on-write clone of the base image. An Image is a Worker's state
+// between runs (Snapshot), from which Engine.Restore makes a Worker again,
+// in this process or another. A Worker runs one call at a time; callers
+// serialise Run. RATIONALE.md says why it is built this way.
 package worker
 
 import (
