@@ -231,6 +231,7 @@ func BenchmarkFairness(b *testing.B) {
 				benchRun(b, true, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }", "fib(25)")
 			})
 			b.Run("1+1", func(b *testing.B) { benchRun(b, true, "", "1+1") })
+			b.Run("python-fib25", func(b *testing.B) { pyBenchRun(b, true, pyFib, "fib(25)") })
 		})
 	}
 }
