@@ -43,7 +43,15 @@ type runState struct {
 	kill      atomic.Bool // the hard kill: the next execd.interrupted traps
 	finished  atomic.Bool // Run returned: an abandoned call reports nothing more
 	sink      ProgressSink
+	yielded   time.Duration // when the call last yielded, since yieldClock (its own goroutine only)
 }
+
+// yieldClock is the origin of runState.yielded.
+var yieldClock = time.Now()
+
+// yieldEvery is how long a guest call runs before its poll yields the
+// processor.
+const yieldEvery = 500 * time.Microsecond
 
 func stateOf(ctx context.Context) *runState {
 	st, _ := ctx.Value(runKey{}).(*runState)
@@ -91,7 +99,8 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 // hostInterrupted answers the guest's poll, from its interpreter loop and
 // from the kill switch's countdown (killswitch.go). After the hard kill it
 // does not return: the panic ends the guest call with the exit code.
-// Otherwise it yields the processor (see RATIONALE.md, "Why does the guest
+// Otherwise, once the call has run yieldEvery since it started or last
+// yielded, it yields the processor (see RATIONALE.md, "Why does the guest
 // yield at its polls?").
 func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 	var v uint64
@@ -104,8 +113,11 @@ func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 		}
 	}
 	stack[0] = v
-	if yieldAtPolls.Load() {
-		runtime.Gosched()
+	if st := stateOf(ctx); st != nil && yieldAtPolls.Load() {
+		if now := time.Since(yieldClock); now-st.yielded >= yieldEvery {
+			st.yielded = now
+			runtime.Gosched()
+		}
 	}
 }
 

@@ -148,7 +148,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	inst.stdout.swap(stdout)
 	inst.stderr.swap(stderr)
 
-	st := &runState{sink: sink}
+	st := &runState{sink: sink, yielded: time.Since(yieldClock)}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
 	done := make(chan outcome, 1)
 	go func() {
