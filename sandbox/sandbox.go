@@ -52,14 +52,27 @@ func Module(lang string) ([]byte, error) {
 	return b, nil
 }
 
-// Languages lists, sorted, the languages whose guest is built.
+// Languages lists, sorted, the languages whose guest is built: its module
+// and its read-only files (Files) are there. It only looks (stat), reading
+// nothing, so that a caller that needs the list at start does not wait for
+// the bytes.
 func Languages() []string {
 	var out []string
-	for lang := range files {
-		if _, err := Module(lang); err == nil {
+	for lang, name := range files {
+		if built(name) && (mounts[lang].zip == "" || built(mounts[lang].zip)) {
 			out = append(out, lang)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+func built(name string) bool {
+	var err error
+	if dir := os.Getenv("EXECD_GUEST_DIR"); dir != "" {
+		_, err = os.Stat(filepath.Join(dir, name))
+	} else {
+		_, err = fs.Stat(guests, "guests/"+name)
+	}
+	return err == nil
 }

@@ -37,6 +37,7 @@ func run() int {
 		listen     = flag.String("listen", "", "HTTP listen address, overrides server.listen")
 		stdio      = flag.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP")
 		version    = flag.Bool("version", false, "print the version and exit")
+		prepare    = flag.Bool("prepare", false, "compile the guests and make their base images into sandbox.cache_dir, then exit")
 	)
 	flag.Parse()
 	if *version {
@@ -66,15 +67,20 @@ func run() int {
 	engine, err := worker.NewEngine(ctx, worker.Config{
 		CacheDir:          cfg.Sandbox.CacheDir,
 		MemoryLimitMiB:    cfg.Limits.MaxMemoryMiB,
+		TotalMemoryMiB:    cfg.Limits.MaxTotalMemoryMiB,
 		MaxOutputBytes:    cfg.Limits.MaxOutputBytes,
 		StrictTermination: cfg.Sandbox.StrictTermination,
 		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
+		PythonPreload:     cfg.Sandbox.PythonPreload,
 	}, log.Named("worker"))
 	if err != nil {
 		log.Error("sandbox engine", zap.Error(err))
 		return 1
 	}
 	defer func() { _ = engine.Close(context.Background()) }()
+	if *prepare {
+		return prepareGuests(engine, log)
+	}
 
 	mgr, err := workspace.NewManager(workspace.Config{
 		DataDir:           cfg.Workspace.DataDir,
@@ -207,10 +213,27 @@ func serveDebug(addr string, log *zap.Logger) error {
 	return nil
 }
 
+// prepareGuests waits for every guest to be compiled and its base image
+// made (worker.Engine compiles in the background), so that the caches are
+// warm for the next start.
+func prepareGuests(engine *worker.Engine, log *zap.Logger) int {
+	for _, lang := range engine.Languages() {
+		if err := engine.Wait(context.Background(), lang); err != nil {
+			log.Error("prepare", zap.String("language", lang), zap.Error(err))
+			return 1
+		}
+	}
+	return 0
+}
+
 // engineFactory lets the workspace registry make workers.
 type engineFactory struct{ e *worker.Engine }
 
 func (f engineFactory) Languages() []string { return f.e.Languages() }
+
+// Ready is closed once lang's guest is compiled (worker.Engine.Ready):
+// until then a new interpreter waits for it.
+func (f engineFactory) Ready(lang string) <-chan struct{} { return f.e.Ready(lang) }
 
 func (f engineFactory) NewRunner(ctx context.Context, lang, dir string) (workspace.Runner, error) {
 	return f.e.NewWorker(ctx, lang, worker.WorkerOptions{Dir: dir})

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -69,6 +70,7 @@ type Limits struct {
 	RequestTimeout    Duration `toml:"request_timeout"`
 	MaxOutputBytes    int      `toml:"max_output_bytes"`
 	MaxMemoryMiB      int      `toml:"max_memory_mib"`
+	MaxTotalMemoryMiB int      `toml:"max_total_memory_mib"`
 	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
 }
 
@@ -85,6 +87,7 @@ type Sandbox struct {
 	StrictTermination bool     `toml:"strict_termination"`
 	CacheDir          string   `toml:"cache_dir"`
 	InterruptGrace    Duration `toml:"interrupt_grace"`
+	PythonPreload     []string `toml:"python_preload"`
 }
 
 // Log configures the zap logger (always stderr).
@@ -126,6 +129,11 @@ func Default() Config {
 			StrictTermination: true,
 			CacheDir:          defaultCacheDir(),
 			InterruptGrace:    Duration{2 * time.Second},
+			PythonPreload: []string{
+				"json", "re", "datetime", "collections", "decimal", "statistics", "csv",
+				"dataclasses", "uuid", "random", "math", "itertools", "functools", "typing",
+				"traceback",
+			},
 		},
 		Log: Log{Level: "info", Format: "console"},
 	}
@@ -233,8 +241,16 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxMemoryMiB < 32 || c.Limits.MaxMemoryMiB > 4095 {
 		bad("limits.max_memory_mib", "must be between 32 and 4095, got %d", c.Limits.MaxMemoryMiB)
 	}
+	if c.Limits.MaxTotalMemoryMiB != 0 && c.Limits.MaxTotalMemoryMiB < 64 {
+		bad("limits.max_total_memory_mib", "must be 0 (derived from the machine) or at least 64, got %d", c.Limits.MaxTotalMemoryMiB)
+	}
 	if c.Limits.MaxConcurrentRuns < 1 {
 		bad("limits.max_concurrent_runs", "must be at least 1, got %d", c.Limits.MaxConcurrentRuns)
+	}
+	for _, m := range c.Sandbox.PythonPreload {
+		if !pythonModule.MatchString(m) {
+			bad("sandbox.python_preload", "%q is not a Python module name (e.g. \"json\", \"os.path\")", m)
+		}
 	}
 	if c.Workspace.DataDir == "" {
 		bad("workspace.data_dir", "must not be empty")
@@ -257,6 +273,9 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// pythonModule is a dotted Python module name.
+var pythonModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // describeParseError is the TOML syntax error with its line and a caret
 // under the fault when the position is usable. toml's ErrorWithPosition

@@ -56,6 +56,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[workspace]\nmax_workspaces = 0", "workspace.max_workspaces"},
 		{"[server]\nallowed_origins = [\"example.com\"]", "server.allowed_origins"},
 		{"[limits]\nrequest_timeout = \"-1s\"", "limits.request_timeout"},
+		{"[limits]\nmax_total_memory_mib = 10", "limits.max_total_memory_mib"},
+		{"[limits]\nmax_total_memory_mib = -1", "limits.max_total_memory_mib"},
+		{"[sandbox]\npython_preload = [\"json\", \"os; import sys\"]", "sandbox.python_preload"},
+		{"[sandbox]\npython_preload = [\"\"]", "sandbox.python_preload"},
 		{"nonsense", "config"},
 	} {
 		_, err := Parse(tc.text)

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,9 @@ const (
 	exportAlloc = "execd_alloc"
 	exportFree  = "execd_free"
 	exportEval  = "execd_eval"
+	// reseedExport, optional: reseeds the guest's random generators in an
+	// instance cloned from an image (sandbox/ABI.md).
+	reseedExport = "execd_reseed"
 )
 
 // freshEvalAfter: after an eval call longer than this, the instance takes a
@@ -38,7 +43,15 @@ type runState struct {
 	kill      atomic.Bool // the hard kill: the next execd.interrupted traps
 	finished  atomic.Bool // Run returned: an abandoned call reports nothing more
 	sink      ProgressSink
+	yielded   time.Duration // when the call last yielded, since yieldClock (its own goroutine only)
 }
+
+// yieldClock is the origin of runState.yielded.
+var yieldClock = time.Now()
+
+// yieldEvery is how long a guest call runs before its poll yields the
+// processor.
+const yieldEvery = 500 * time.Microsecond
 
 func stateOf(ctx context.Context) *runState {
 	st, _ := ctx.Value(runKey{}).(*runState)
@@ -86,6 +99,9 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 // hostInterrupted answers the guest's poll, from its interpreter loop and
 // from the kill switch's countdown (killswitch.go). After the hard kill it
 // does not return: the panic ends the guest call with the exit code.
+// Otherwise, once the call has run yieldEvery since it started or last
+// yielded, it yields the processor (see RATIONALE.md, "Why does the guest
+// yield at its polls?").
 func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 	var v uint64
 	if st := stateOf(ctx); st != nil {
@@ -97,7 +113,17 @@ func hostInterrupted(ctx context.Context, _ api.Module, stack []uint64) {
 		}
 	}
 	stack[0] = v
+	if st := stateOf(ctx); st != nil && yieldAtPolls.Load() {
+		if now := time.Since(yieldClock); now-st.yielded >= yieldEvery {
+			st.yielded = now
+			runtime.Gosched()
+		}
+	}
 }
+
+// yieldAtPolls: hostInterrupted yields; off only to measure what that
+// costs (BenchmarkFairness).
+var yieldAtPolls = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
 
 // killExitCode is the exit code of a guest call ended by the hard kill.
 const killExitCode = 137
@@ -112,6 +138,10 @@ type envelope struct {
 // evalCall hands code to the guest and decodes the envelope. An error means
 // the instance can no longer be trusted (trap, kill, broken envelope).
 func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error) {
+	if !i.enter() {
+		return nil, errors.New("the instance is closed")
+	}
+	defer i.leave()
 	n := uint32(len(code))
 	if len(code) > math.MaxInt32 {
 		return nil, fmt.Errorf("code too large")

@@ -1,9 +1,14 @@
 // Package worker runs guest code in one WebAssembly sandbox instance.
 //
 // An Engine owns the wazero runtime and the compiled guest modules of the
-// process (compiled once, cached on disk). A Worker is one instance of one
-// guest: it keeps the interpreter's state from Run to Run, like a notebook
-// kernel. A Worker runs one call at a time; callers serialise Run.
+// process (compiled once in the background, cached on disk), each guest's
+// base image (its interpreter right after start-up), and the memory budget
+// of all instances. A Worker is one instance of one guest: it keeps the
+// interpreter's state from Run to Run, like a notebook kernel; a new one is
+// a copy-on-write clone of the base image. An Image is a Worker's state
+// between runs (Snapshot), from which Engine.Restore makes a Worker again,
+// in this process or another. A Worker runs one call at a time; callers
+// serialise Run. RATIONALE.md says why it is built this way.
 package worker
 
 import (
@@ -51,11 +56,40 @@ type Result struct {
 	// kept text has its head and tail with a marker in between.
 	Truncated bool
 	// Reset reports that the instance this run used (or ended with) is not
-	// the one earlier runs used: its interpreter state was lost.
+	// the one earlier runs used: its interpreter state was lost. It is
+	// Discarded != "" || FreshInstance.
 	Reset bool
 	// Duration is the wall time of the run inside the worker.
 	Duration time.Duration
+
+	// Facts about the instance, for the caller to interpret.
+
+	// Discarded says why the instance this run used was thrown away after
+	// it ("" when it was not); the next Run starts on a new instance.
+	Discarded Discard
+	// FreshInstance: the run started on a new instance because the one
+	// before was discarded (a kill or crash in an earlier run): the state
+	// of the runs before is gone. The instance is a clone of the base image
+	// (or, without one, initialised from scratch), like a new worker's.
+	FreshInstance bool
+	// Restored: the first run of a worker made by Engine.Restore.
+	Restored bool
+	// BudgetExceeded: during the run the engine-wide memory budget
+	// (Config.TotalMemoryMiB) refused to grow the guest's memory, so an
+	// out of memory may be the daemon's, not the worker's own limit.
+	BudgetExceeded bool
 }
+
+// Discard is why an instance was thrown away after a run.
+type Discard string
+
+const (
+	// DiscardKilled: the code did not honour the soft interrupt within the
+	// interrupt grace and was killed.
+	DiscardKilled Discard = "killed"
+	// DiscardCrashed: the guest trapped (a wasm trap, a broken result).
+	DiscardCrashed Discard = "crashed"
+)
 
 // ProgressSink receives the guest's progress() calls during one Run. Calls
 // come from the goroutine running the guest; implementations must not block

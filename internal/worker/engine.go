@@ -2,17 +2,18 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"sort"
+	"regexp"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"go.uber.org/zap"
 
@@ -22,13 +23,20 @@ import (
 // Config is the engine-wide sandbox configuration. Zero values mean the
 // documented defaults.
 type Config struct {
-	// CacheDir holds wazero's on-disk compilation cache; "" keeps it in
-	// memory only (every process start compiles again).
+	// CacheDir holds wazero's on-disk compilation cache and, under
+	// CacheDir/images, the base images (base.go); "" keeps both in memory
+	// only (every process start compiles and builds them again).
 	CacheDir string
 	// MemoryLimitMiB caps each instance's linear memory; 0 means 256. The
 	// interpreter's own heap limit is set below it, so running out of memory
 	// is an ordinary "oom" result, not a crash. Minimum 32.
 	MemoryLimitMiB int
+	// TotalMemoryMiB caps the linear memory of all instances together; a
+	// guest whose growth would pass it gets out of memory, and NewWorker and
+	// Restore fail with ErrMemoryBudget. 0 means 3/4 of the machine's memory
+	// or of the process's cgroup limit, whichever is lower
+	// (DefaultTotalMemoryMiB).
+	TotalMemoryMiB int
 	// MaxOutputBytes caps stdout and stderr, each, per run; 0 means 64 KiB.
 	// Longer output keeps its head and tail with a marker in between.
 	MaxOutputBytes int
@@ -41,16 +49,25 @@ type Config struct {
 	// InterruptGrace is how long a run may take to honour the soft
 	// interrupt before the hard kill; 0 means 2s.
 	InterruptGrace time.Duration
+	// PythonPreload lists the modules imported into Python's base image,
+	// so that every new Python worker starts with them loaded (not bound
+	// to names: the code still says `import json`). nil or empty: none.
+	PythonPreload []string
 }
 
 const (
 	defaultMemoryLimitMiB = 256
 	minMemoryLimitMiB     = 32
+	minTotalMemoryMiB     = 64
 	defaultMaxOutput      = 64 << 10
 	defaultGrace          = 2 * time.Second
 	// killWait bounds the wait for a strictly terminated call to unwind.
 	killWait = time.Second
 )
+
+// pythonModule is a dotted module name, the only text PythonPreload may
+// hold (it becomes code).
+var pythonModule = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 func (c Config) withDefaults() (Config, error) {
 	if c.MemoryLimitMiB == 0 {
@@ -58,6 +75,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MemoryLimitMiB < minMemoryLimitMiB || c.MemoryLimitMiB > 4095 {
 		return c, fmt.Errorf("memory limit %d MiB: must be between %d and 4095", c.MemoryLimitMiB, minMemoryLimitMiB)
+	}
+	if c.TotalMemoryMiB == 0 {
+		c.TotalMemoryMiB = DefaultTotalMemoryMiB()
+	}
+	if c.TotalMemoryMiB < minTotalMemoryMiB {
+		return c, fmt.Errorf("total memory %d MiB: must be at least %d", c.TotalMemoryMiB, minTotalMemoryMiB)
 	}
 	if c.MaxOutputBytes == 0 {
 		c.MaxOutputBytes = defaultMaxOutput
@@ -70,6 +93,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InterruptGrace < 0 {
 		return c, fmt.Errorf("interrupt grace %v: must not be negative", c.InterruptGrace)
+	}
+	for _, m := range c.PythonPreload {
+		if !pythonModule.MatchString(m) {
+			return c, fmt.Errorf("python preload: %q is not a module name", m)
+		}
 	}
 	return c, nil
 }
@@ -84,32 +112,74 @@ func (c Config) heapLimit() uint32 {
 
 // Engine owns the wazero runtime and the compiled guests of the process.
 // It is safe for concurrent use.
+//
+// NewEngine returns at once: each guest is compiled, and its base image
+// built, in the background (see Ready). NewWorker and Restore wait for
+// their guest.
 type Engine struct {
-	cfg     Config
-	log     *zap.Logger
-	rt      wazero.Runtime
-	cache   wazero.CompilationCache
-	guests  map[string]wazero.CompiledModule
-	langs   []string
+	cfg    Config
+	log    *zap.Logger
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache
+	guests map[string]*guest // one per language, fixed by NewEngine
+	langs  []string
+	budget budget
+	start  time.Time // the origin of the guests' monotonic clocks
+	source func(lang string) ([]byte, error)
+
+	bg     context.Context // background work: ends with Close
+	stopBg context.CancelFunc
+	wg     sync.WaitGroup
+
 	closeMu sync.Mutex
 	closed  bool
 
 	abandoned atomic.Int64 // guest calls the hard kill could not stop, still running
 }
 
+// guest is one language's module. Its fields after ready are set by the
+// goroutine that prepares it, before ready is closed, and read-only after.
+type guest struct {
+	lang  string
+	ready chan struct{}
+
+	err     error // the guest cannot be used
+	cm      wazero.CompiledModule
+	sum     [32]byte // sha256 of the module bytes as compiled
+	info    moduleInfo
+	reseed  bool  // exports execd_reseed
+	base    *base // the base image new workers are cloned from; nil: they initialise from scratch
+	compile time.Duration
+
+	basesMu sync.Mutex
+	bases   map[[32]byte]*baseSlot // by initParams.key: the current base, and others Restore needed
+}
+
 // Abandoned is how many guest calls the hard kill could not stop (possible
 // only without StrictTermination) and that are still running.
 func (e *Engine) Abandoned() int64 { return e.abandoned.Load() }
 
-// NewEngine creates the runtime and compiles every built guest once (from
-// the on-disk cache when CacheDir is set). It fails when no guest is built.
+// NewEngine creates the runtime and starts compiling every built guest (from
+// the on-disk cache when CacheDir is set) and building its base image, in
+// the background: it returns before any guest is compiled. It fails when
+// the configuration is invalid or no guest is built.
 func NewEngine(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error) {
+	return newEngine(ctx, cfg, log, sandbox.Module)
+}
+
+// newEngine is NewEngine reading the guest modules from source.
+func newEngine(ctx context.Context, cfg Config, log *zap.Logger, source func(lang string) ([]byte, error)) (*Engine, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = zap.NewNop()
+	}
+	langs := sandbox.Languages()
+	if len(langs) == 0 {
+		_, err := sandbox.Module("javascript")
+		return nil, fmt.Errorf("no guest built: %w", err)
 	}
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
@@ -127,56 +197,80 @@ func NewEngine(ctx context.Context, cfg Config, log *zap.Logger) (*Engine, error
 		log:    log,
 		rt:     wazero.NewRuntimeWithConfig(ctx, rc),
 		cache:  cache,
-		guests: map[string]wazero.CompiledModule{},
+		guests: map[string]*guest{},
+		langs:  langs,
+		start:  time.Now(),
+		source: source,
 	}
-	if err := e.setup(ctx); err != nil {
+	e.budget.limit = int64(cfg.TotalMemoryMiB) << 20
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		e.Close(ctx)
-		return nil, err
+		return nil, fmt.Errorf("wasi: %w", err)
+	}
+	if err := instantiateHost(ctx, e.rt); err != nil {
+		e.Close(ctx)
+		return nil, fmt.Errorf("host module %s: %w", hostModule, err)
+	}
+	e.bg, e.stopBg = context.WithCancel(context.WithoutCancel(ctx))
+	for _, lang := range langs {
+		g := &guest{lang: lang, ready: make(chan struct{}), bases: map[[32]byte]*baseSlot{}}
+		e.guests[lang] = g
+		e.wg.Add(1)
+		go e.prepare(g)
 	}
 	return e, nil
 }
 
-func (e *Engine) setup(ctx context.Context) error {
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
-		return fmt.Errorf("wasi: %w", err)
+// prepare compiles g and makes its base image, then closes g.ready.
+func (e *Engine) prepare(g *guest) {
+	defer e.wg.Done()
+	defer close(g.ready)
+	start := time.Now()
+	if err := e.compile(g); err != nil {
+		g.err = err
+		if e.bg.Err() == nil { // else the engine closed meanwhile
+			e.log.Error("guest unavailable", zap.String("language", g.lang), zap.Error(err))
+		}
+		return
 	}
-	if err := instantiateHost(ctx, e.rt); err != nil {
-		return fmt.Errorf("host module %s: %w", hostModule, err)
+	g.compile = time.Since(start)
+	e.prepareBase(g)
+	if e.bg.Err() != nil {
+		return
 	}
-	langs := sandbox.Languages()
-	if len(langs) == 0 {
-		_, err := sandbox.Module("javascript")
-		return fmt.Errorf("no guest built: %w", err)
+	fields := []zap.Field{zap.String("language", g.lang), zap.Duration("compile", g.compile), zap.Duration("total", time.Since(start))}
+	if g.base != nil {
+		fields = append(fields, zap.Int64("base_bytes", int64(g.base.img.memSize)))
 	}
-	for _, lang := range langs {
-		bin, err := sandbox.Module(lang)
-		if err != nil {
-			return err
-		}
-		// A guest whose read-only files (Python: its standard library)
-		// are missing is half built: leave the language out.
-		if _, _, err := sandbox.Files(lang); err != nil {
-			e.log.Warn("guest skipped", zap.String("language", lang), zap.Error(err))
-			continue
-		}
-		if e.cfg.StrictTermination {
-			if bin, err = addKillSwitch(bin); err != nil {
-				return fmt.Errorf("guest %s: %w", lang, err)
-			}
-		}
-		start := time.Now()
-		cm, err := e.rt.CompileModule(ctx, bin)
-		if err != nil {
-			return fmt.Errorf("compile guest %s: %w", lang, err)
-		}
-		if err := checkExports(cm); err != nil {
-			return fmt.Errorf("guest %s: %w", lang, err)
-		}
-		e.guests[lang] = cm
-		e.langs = append(e.langs, lang)
-		e.log.Debug("guest compiled", zap.String("language", lang), zap.Duration("took", time.Since(start)))
+	e.log.Info("guest ready", fields...)
+}
+
+func (e *Engine) compile(g *guest) error {
+	bin, err := e.source(g.lang)
+	if err != nil {
+		return err
 	}
-	sort.Strings(e.langs)
+	// A guest whose read-only files (Python: its standard library) are
+	// missing is half built.
+	if _, _, err := sandbox.Files(g.lang); err != nil {
+		return err
+	}
+	bin, info, err := prepareModule(bin, rewrites{killSwitch: e.cfg.StrictTermination, images: true})
+	if err != nil {
+		return fmt.Errorf("guest %s: %w", g.lang, err)
+	}
+	// On a cold cache the compilation is what a first call waits for: it
+	// uses every processor (and stops when the engine closes).
+	cm, err := e.rt.CompileModule(experimental.WithCompilationWorkers(e.bg, runtime.GOMAXPROCS(0)), bin)
+	if err != nil {
+		return fmt.Errorf("compile guest %s: %w", g.lang, err)
+	}
+	if err := checkExports(cm); err != nil {
+		cm.Close(e.bg)
+		return fmt.Errorf("guest %s: %w", g.lang, err)
+	}
+	_, g.reseed = cm.ExportedFunctions()[reseedExport]
+	g.cm, g.info, g.sum = cm, info, sha256.Sum256(bin)
 	return nil
 }
 
@@ -190,15 +284,72 @@ func checkExports(cm wazero.CompiledModule) error {
 	return nil
 }
 
-// Languages lists the languages this engine can run, sorted.
+// Languages lists the languages this engine offers, sorted: those whose
+// guest is built. It does not wait for compilation (see Ready); a guest
+// that then fails to compile makes NewWorker fail with the reason.
 func (e *Engine) Languages() []string {
 	return append([]string(nil), e.langs...)
 }
 
+// Ready returns a channel that is closed once the guest for lang is
+// compiled and its base image is made (or either failed): from then on
+// NewWorker and Restore for lang do not wait. On a warm cache that is
+// milliseconds after NewEngine; on a cold one seconds (Python compiles
+// longest). A caller about to wait can tell its user why. For a language
+// the engine does not have, the channel is closed.
+func (e *Engine) Ready(lang string) <-chan struct{} {
+	if g, ok := e.guests[lang]; ok {
+		return g.ready
+	}
+	return closedChan
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Wait blocks until the guest for lang is ready (see Ready) or ctx ends,
+// and returns why the guest cannot be used, if it cannot: ctx's error,
+// ErrUnknownLanguage, ErrClosed, or the compile failure.
+func (e *Engine) Wait(ctx context.Context, lang string) error {
+	_, err := e.guestFor(ctx, lang)
+	return err
+}
+
+func (e *Engine) guestFor(ctx context.Context, lang string) (*guest, error) {
+	if e.isClosed() {
+		return nil, ErrClosed
+	}
+	g, ok := e.guests[lang]
+	if !ok {
+		if _, err := sandbox.Module(lang); err != nil && errors.Is(err, sandbox.ErrNotBuilt) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownLanguage, lang, e.langs)
+	}
+	select {
+	case <-g.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the %s guest: %w", lang, ctx.Err())
+	case <-e.bg.Done():
+		return nil, ErrClosed
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	return g, nil
+}
+
+// MemoryBytes is the linear memory all instances hold together, what
+// Config.TotalMemoryMiB caps. Pages shared copy-on-write with a base image
+// count in full for every instance (a guest may write them all).
+func (e *Engine) MemoryBytes() int64 { return e.budget.used.Load() }
+
+// MemoryBudget is Config.TotalMemoryMiB in bytes, after its default.
+func (e *Engine) MemoryBudget() int64 { return e.budget.limit }
+
 // WorkerOptions configure one worker.
 type WorkerOptions struct {
 	// Dir is a host directory mounted read-write at /workspace in the
-	// guest; "" mounts nothing.
+	// guest; "" with FS nil mounts an empty, read-only /workspace.
 	Dir string
 	// FS, when set, is mounted read-write at /workspace instead of Dir: the
 	// workspace registry passes its confined, quota-enforcing file system.
@@ -212,25 +363,76 @@ var ErrUnknownLanguage = errors.New("unknown language")
 // ErrClosed is returned by calls on a closed Engine.
 var ErrClosed = errors.New("worker engine closed")
 
-// NewWorker instantiates the guest for lang and initialises its
-// interpreter.
+// NewWorker makes a worker for lang: a clone of the guest's base image (its
+// interpreter initialised, Python's preload imported), with the guest's
+// random generators reseeded; without a base image (see Ready), a freshly
+// initialised interpreter. It waits for the guest to be ready, as long as
+// ctx allows.
 func (e *Engine) NewWorker(ctx context.Context, lang string, opts WorkerOptions) (*Worker, error) {
-	if e.isClosed() {
-		return nil, ErrClosed
-	}
-	if _, ok := e.guests[lang]; !ok {
-		if _, err := sandbox.Module(lang); err != nil && errors.Is(err, sandbox.ErrNotBuilt) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownLanguage, lang, e.langs)
-	}
-	w := &Worker{e: e, lang: lang, opts: opts}
-	inst, err := e.instantiate(ctx, lang, opts)
+	g, err := e.guestFor(ctx, lang)
 	if err != nil {
 		return nil, err
 	}
-	w.inst = inst
+	w := &Worker{e: e, g: g, lang: lang, opts: opts}
+	inst, err := e.newInstance(ctx, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.setInstance(inst)
 	return w, nil
+}
+
+// Restore makes a worker from img. clone=true reseeds the guest's random
+// generators (a new workspace, a fork); clone=false continues the same
+// interpreter (hibernation, restart). Its errors wrap ErrImageStale when
+// img was made by another build of the guest module (or needs more memory
+// than the limit allows), ErrMemoryBudget when the budget cannot hold it.
+// It waits for the guest to be ready, as long as ctx allows.
+func (e *Engine) Restore(ctx context.Context, img *Image, opts WorkerOptions, clone bool) (*Worker, error) {
+	if img == nil {
+		return nil, errors.New("restore: nil image")
+	}
+	g, err := e.guestFor(ctx, img.lang)
+	if err != nil {
+		return nil, err
+	}
+	if img.module != g.sum {
+		return nil, fmt.Errorf("%w: the %s image was made by module %x, this engine runs %x", ErrImageStale, img.lang, img.module[:6], g.sum[:6])
+	}
+	var b *base
+	if img.parent != ([32]byte{}) {
+		if b, err = e.baseFor(g, img.init); err != nil {
+			return nil, err
+		}
+		if b.sum != img.parent {
+			return nil, fmt.Errorf("%w: the base image the %s image was made from cannot be made again (its memory differs)", ErrImageStale, img.lang)
+		}
+	}
+	inst, err := e.restoreInstance(ctx, g, img, b, opts, clone)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{e: e, g: g, lang: img.lang, opts: opts, restored: true}
+	w.setInstance(inst)
+	return w, nil
+}
+
+// newInstance is a new workspace's instance: a clone of the base image, or
+// without one an interpreter initialised from scratch.
+func (e *Engine) newInstance(ctx context.Context, g *guest, opts WorkerOptions) (*instance, error) {
+	if g.base != nil {
+		return e.restoreInstance(ctx, g, g.base.img, g.base, opts, true)
+	}
+	return e.initInstance(ctx, g, opts, e.initParams(g.lang), false)
+}
+
+// initParams is how this engine initialises interpreters of lang.
+func (e *Engine) initParams(lang string) initParams {
+	p := initParams{heapLimit: e.cfg.heapLimit()}
+	if lang == "python" {
+		p.preload = pythonPreloadCell(e.cfg.PythonPreload)
+	}
+	return p
 }
 
 func (e *Engine) isClosed() bool {
@@ -239,8 +441,9 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
-// Close closes the runtime, every instance of every worker, and the
-// compilation cache. It is idempotent.
+// Close stops the background work (waiting for a compilation in progress),
+// closes the runtime, every instance of every worker, the base images and
+// the compilation cache. It is idempotent.
 func (e *Engine) Close(ctx context.Context) error {
 	e.closeMu.Lock()
 	if e.closed {
@@ -249,70 +452,16 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
+	if e.stopBg != nil {
+		e.stopBg()
+		e.wg.Wait()
+	}
 	err := e.rt.Close(ctx)
 	if cerr := e.cache.Close(ctx); err == nil {
 		err = cerr
 	}
+	for _, g := range e.guests {
+		g.closeBases()
+	}
 	return err
-}
-
-// instance is one module instance of a guest, with its exports resolved.
-type instance struct {
-	mod            api.Module
-	alloc, eval    api.Function
-	stdout, stderr *stream
-}
-
-func (e *Engine) instantiate(ctx context.Context, lang string, opts WorkerOptions) (*instance, error) {
-	inst := &instance{stdout: &stream{}, stderr: &stream{}}
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions("_initialize").
-		WithStdout(inst.stdout).
-		WithStderr(inst.stderr).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithSysNanosleep().
-		WithRandSource(cryptoRand{})
-	fsc := wazero.NewFSConfig()
-	switch {
-	case opts.FS != nil:
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(opts.FS, "/workspace")
-	case opts.Dir != "":
-		fsc = fsc.WithDirMount(opts.Dir, "/workspace")
-	}
-	// The guest's own read-only files, e.g. Python's standard library.
-	if files, at, err := sandbox.Files(lang); err != nil {
-		return nil, err
-	} else if files != nil {
-		fsc = fsc.WithFSMount(files, at)
-	}
-	mc = mc.WithFSConfig(fsc)
-	// The init call must not be hard-killed by a cancelled request context
-	// half way: an interrupted init leaves nothing usable anyway.
-	ictx := context.WithValue(context.WithoutCancel(ctx), runKey{}, &runState{})
-	start := time.Now()
-	mod, err := e.rt.InstantiateModule(ictx, e.guests[lang], mc)
-	if err != nil {
-		return nil, fmt.Errorf("instantiate guest %s: %w", lang, err)
-	}
-	inst.mod = mod
-	inst.alloc = mod.ExportedFunction(exportAlloc)
-	inst.eval = mod.ExportedFunction(exportEval)
-	rc, err := mod.ExportedFunction(exportInit).Call(ictx, uint64(e.cfg.heapLimit()))
-	if err == nil && int32(rc[0]) != 0 {
-		err = fmt.Errorf("%s returned %d", exportInit, int32(rc[0]))
-	}
-	if err != nil {
-		mod.Close(ictx)
-		return nil, fmt.Errorf("init guest %s: %w", lang, err)
-	}
-	e.log.Debug("instance ready", zap.String("language", lang), zap.Duration("took", time.Since(start)))
-	return inst, nil
-}
-
-func (i *instance) close() {
-	i.stdout.swap(nil)
-	i.stderr.swap(nil)
-	i.mod.Close(context.Background())
 }

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 )
@@ -51,75 +50,13 @@ const (
 	secCode   = 10
 )
 
-var errKillSwitch = errors.New("kill switch")
-
-// addKillSwitch returns bin with the kill switch added. It refuses a module
-// it cannot fully parse (an instruction it does not know, a missing import,
-// global or code section) rather than produce one whose loops are unchecked.
+// addKillSwitch returns bin with the kill switch added and nothing else
+// changed. It refuses a module it cannot fully parse (an instruction it
+// does not know, a missing import, global or code section) rather than
+// produce one whose loops are unchecked.
 func addKillSwitch(bin []byte) ([]byte, error) {
-	if len(bin) < 8 || !bytes.Equal(bin[:4], []byte("\x00asm")) || !bytes.Equal(bin[4:8], []byte{1, 0, 0, 0}) {
-		return nil, fmt.Errorf("%w: not a wasm 1.0 module", errKillSwitch)
-	}
-	type section struct {
-		id   byte
-		body []byte
-	}
-	var secs []section
-	r := &reader{b: bin, off: 8}
-	for r.off < len(r.b) {
-		id := r.byte()
-		n := r.u32()
-		body := r.bytes(int(n))
-		if r.err != nil {
-			return nil, fmt.Errorf("%w: section %d: %v", errKillSwitch, id, r.err)
-		}
-		secs = append(secs, section{id, body})
-	}
-
-	var imp imports
-	gi, ci := -1, -1
-	definedGlobals := uint32(0)
-	for i, s := range secs {
-		var err error
-		switch s.id {
-		case secImport:
-			imp, err = readImports(s.body, killSwitchModule, killSwitchImport)
-		case secGlobal:
-			gi = i
-			definedGlobals, err = (&reader{b: s.body}).count()
-		case secCode:
-			ci = i
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: section %d: %v", errKillSwitch, s.id, err)
-		}
-	}
-	if gi < 0 || ci < 0 {
-		return nil, fmt.Errorf("%w: the module needs global and code sections", errKillSwitch)
-	}
-	if !imp.found {
-		return nil, fmt.Errorf("%w: the module does not import %s.%s", errKillSwitch, killSwitchModule, killSwitchImport)
-	}
-	countdown := imp.globals + definedGlobals
-
-	// global section: the countdown, (mut i32) = killSwitchEvery.
-	g := []byte{0x7f, 0x01, 0x41}
-	g = appendS32(g, killSwitchEvery)
-	secs[gi].body = appendToVec(secs[gi].body, append(g, 0x0b))
-	// code section: the countdown at every loop head.
-	code, err := instrumentCode(secs[ci].body, loopHead(countdown, imp.fn))
-	if err != nil {
-		return nil, fmt.Errorf("%w: code: %v", errKillSwitch, err)
-	}
-	secs[ci].body = code
-
-	out := append(make([]byte, 0, len(bin)+len(bin)/4), bin[:8]...)
-	for _, s := range secs {
-		out = append(out, s.id)
-		out = appendU32(out, uint32(len(s.body)))
-		out = append(out, s.body...)
-	}
-	return out, nil
+	out, _, err := prepareModule(bin, rewrites{killSwitch: true})
+	return out, err
 }
 
 // loopHead is the code put at the head of every loop.
@@ -139,12 +76,18 @@ func loopHead(countdown, fn uint32) []byte {
 	return append(b, 0x1a, 0x0b) // drop; end
 }
 
-// instrumentCode rewrites the code section's function bodies.
-func instrumentCode(sec, check []byte) ([]byte, error) {
+// instrumentCode rewrites the code section's function bodies, putting
+// check at every loop head; with check nil it only reads them. It also
+// reports the first instruction found that changes instance state outside
+// linear memory and the globals (a table write, a dropped segment): memory
+// images (image.go) cannot capture such state.
+func instrumentCode(sec, check []byte) (out []byte, outside string, err error) {
 	r := &reader{b: sec}
 	n := r.u32()
 
-	out := appendU32(make([]byte, 0, len(sec)+len(sec)/8), n)
+	if check != nil {
+		out = appendU32(make([]byte, 0, len(sec)+len(sec)/8), n)
+	}
 	var body []byte
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		size := r.u32()
@@ -160,36 +103,76 @@ func instrumentCode(sec, check []byte) ([]byte, error) {
 			fn.byte()
 		}
 		if fn.err != nil {
-			return nil, fmt.Errorf("function %d locals: %v", i, fn.err)
+			return nil, "", fmt.Errorf("function %d locals: %v", i, fn.err)
 		}
 		body = append(body, fn.b[:fn.off]...)
 		from := fn.off
 		for fn.off < len(fn.b) {
 			op := fn.byte()
 			loop := op == 0x03
+			var sub uint32
+			if op == 0xfc {
+				sub = (&reader{b: fn.b, off: fn.off}).u32()
+			}
+			state := stateOutside(op, sub)
 			if err := skipImmediates(fn, op); err != nil {
-				return nil, fmt.Errorf("function %d at byte %d: %v", i, fn.off, err)
+				return nil, "", fmt.Errorf("function %d at byte %d: %v", i, fn.off, err)
 			}
 			if fn.err != nil {
-				return nil, fmt.Errorf("function %d: %v", i, fn.err)
+				return nil, "", fmt.Errorf("function %d: %v", i, fn.err)
 			}
-			if loop {
+			if state != "" && outside == "" {
+				outside = fmt.Sprintf("%s in function %d", state, i)
+			}
+			if loop && check != nil {
 				body = append(body, fn.b[from:fn.off]...)
 				body = append(body, check...)
 				from = fn.off
 			}
 		}
-		body = append(body, fn.b[from:]...)
-		out = appendU32(out, uint32(len(body)))
-		out = append(out, body...)
+		if check != nil {
+			body = append(body, fn.b[from:]...)
+			out = appendU32(out, uint32(len(body)))
+			out = append(out, body...)
+		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, "", r.err
 	}
 	if r.off != len(r.b) {
-		return nil, errors.New("trailing bytes after the function bodies")
+		return nil, "", errors.New("trailing bytes after the function bodies")
 	}
-	return out, nil
+	if check == nil {
+		out = sec
+	}
+	return out, outside, nil
+}
+
+// stateOutside names op (with sub, the sub-opcode of an 0xfc prefix) when
+// it changes instance state outside linear memory and the globals: a table
+// write or a dropped segment. "" otherwise.
+func stateOutside(op byte, sub uint32) string {
+	switch {
+	case op == 0x26:
+		return "table.set"
+	case op != 0xfc:
+		return ""
+	}
+	switch sub {
+	case 9:
+		return "data.drop"
+	case 12:
+		return "table.init"
+	case 13:
+		return "elem.drop"
+	case 14:
+		return "table.copy"
+	case 15:
+		return "table.grow"
+	case 17:
+		return "table.fill"
+	}
+	return ""
 }
 
 // skipImmediates advances r over the immediates of op: the core
@@ -257,11 +240,16 @@ func skipBlockType(r *reader) {
 	}
 }
 
-// imports is what addKillSwitch needs of the import section.
+// imports is what prepareModule needs of the import section.
 type imports struct {
 	globals uint32 // imported globals: defined ones are numbered after them
+	funcs   uint32 // imported functions: likewise
 	fn      uint32 // function index of module.name
 	found   bool
+	// outside names state the module shares with another module (an
+	// imported memory, table or mutable global), which its memory images
+	// cannot capture; "" when there is none.
+	outside string
 }
 
 func readImports(sec []byte, module, name string) (imports, error) {
@@ -281,16 +269,21 @@ func readImports(sec []byte, module, name string) (imports, error) {
 		case 0x01: // table
 			r.byte()
 			skipLimits(r)
+			imp.outside = "an imported table"
 		case 0x02: // memory
 			skipLimits(r)
+			imp.outside = "an imported memory"
 		case 0x03: // global
 			r.byte()
-			r.byte()
+			if r.byte() != 0 {
+				imp.outside = "an imported mutable global"
+			}
 			imp.globals++
 		default:
 			return imp, fmt.Errorf("import kind 0x%02x", kind)
 		}
 	}
+	imp.funcs = funcs
 	return imp, r.err
 }
 

@@ -36,10 +36,6 @@ func spinModule() []byte {
 	return m
 }
 
-func appendName(b []byte, s string) []byte {
-	return append(appendU32(b, uint32(len(s))), s...)
-}
-
 func TestKillSwitchStopsAnEndlessLoop(t *testing.T) {
 	ctx := context.Background()
 	bin, err := addKillSwitch(spinModule())
@@ -140,7 +136,7 @@ func TestKillSwitchRefusesWhatItCannotRead(t *testing.T) {
 		"no sections":          []byte("\x00asm\x01\x00\x00\x00"),
 		"no execd.interrupted": bytes.Replace(good, []byte("interrupted"), []byte("interruptex"), 1),
 	} {
-		if _, err := addKillSwitch(bin); !errors.Is(err, errKillSwitch) {
+		if _, err := addKillSwitch(bin); !errors.Is(err, errRewrite) {
 			t.Errorf("%s: err = %v; want a kill switch error", name, err)
 		}
 	}

@@ -2,13 +2,10 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"execd/sandbox"
 )
 
 // benchCountSink counts progress calls and does nothing else.
@@ -25,14 +22,7 @@ func (s *benchCountSink) Progress(float64, float64, string) { s.n.Add(1) }
 // up "guest progress() → bytes on the socket". The worker's own benchmarks
 // (1+1, new worker, interrupt) live beside the worker's tests.
 func BenchmarkGuestProgressCall(b *testing.B) {
-	e, err := NewEngine(context.Background(), Config{StrictTermination: true}, nil)
-	if errors.Is(err, sandbox.ErrNotBuilt) {
-		b.Skip("guest not built: make guests")
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close(context.Background())
+	e := testEngine(b, true)
 	w, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{})
 	if err != nil {
 		b.Fatal(err)

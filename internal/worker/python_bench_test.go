@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,34 +123,9 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 }
 
 // BenchmarkPythonIdleWorkerRSS: resident memory added per idle worker that
-// has run one cell, averaged over several workers. The figure is the largest
-// of the iterations: after the first, the Go heap reuses the memory the
-// closed workers gave back, and the growth understates the cost.
+// has run one cell (RSS and PSS, see idleWorkers).
 func BenchmarkPythonIdleWorkerRSS(b *testing.B) {
 	forModes(b, func(b *testing.B, strict bool) {
-		e := pyBenchEngine(b, strict)
-		const n = 8
-		var perWorker float64
-		for b.Loop() {
-			runtime.GC()
-			before := rssKiB(b)
-			ws := make([]*Worker, 0, n)
-			for range n {
-				w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r := w.Run(context.Background(), "x = [i for i in range(1000)]", nil); r.Status != StatusOK {
-					b.Fatal(describe(r))
-				}
-				ws = append(ws, w)
-			}
-			runtime.GC()
-			perWorker = max(perWorker, float64(rssKiB(b)-before)/n/1024)
-			for _, w := range ws {
-				w.Close()
-			}
-		}
-		b.ReportMetric(perWorker, "MiB/worker")
+		idleWorkers(b, pyBenchEngine(b, strict), "python", 8, "x = [i for i in range(1000)]")
 	})
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,13 +17,70 @@ import (
 // worker itself; Close waits for a Run in progress (cancel its ctx first).
 type Worker struct {
 	e    *Engine
+	g    *guest
 	lang string
 	opts WorkerOptions
 
-	mu     sync.Mutex
-	inst   *instance // nil after a kill or crash, until the next Run
-	lost   bool      // state was lost and no Run has said so yet
-	closed bool
+	mu       sync.Mutex
+	inst     *instance // nil after a kill or crash, until the next Run
+	lost     bool      // state was lost and no Run has said so yet
+	restored bool      // made by Restore and no Run has said so yet
+	closed   bool
+
+	mem atomic.Pointer[linearMemory] // inst's memory, for MemoryBytes during a Run
+}
+
+func (w *Worker) setInstance(inst *instance) {
+	w.inst = inst
+	if inst == nil {
+		w.mem.Store(nil)
+	} else {
+		w.mem.Store(inst.mem)
+	}
+}
+
+// MemoryBytes is the linear memory the worker's instance holds now (0
+// without one), what it counts against the engine's memory budget. It is
+// safe to call during a Run. wasm memory never shrinks: a guest that grew
+// and freed keeps its size until its worker is closed; a worker restored
+// from its image has that size again, but only the image's pages are
+// resident (pages equal to the base image's stay shared, zero pages are
+// not stored).
+func (w *Worker) MemoryBytes() int64 {
+	if m := w.mem.Load(); m != nil {
+		return int64(m.size.Load())
+	}
+	return 0
+}
+
+// Snapshot images the worker's interpreter between runs (it waits for a
+// Run in progress). Its errors wrap ErrNotSnapshottable when there is
+// nothing to image or the image would be incomplete: the worker is closed,
+// its instance was discarded and not replaced yet, the guest holds files
+// open (their descriptors live on the host, see openFiles), or the guest's
+// state is not only memory and globals.
+func (w *Worker) Snapshot(ctx context.Context) (*Image, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case w.closed || w.e.isClosed():
+		return nil, fmt.Errorf("%w: the worker is closed", ErrNotSnapshottable)
+	case w.inst == nil:
+		return nil, fmt.Errorf("%w: no instance (the last one was discarded)", ErrNotSnapshottable)
+	case w.g.info.notImageable != "":
+		return nil, fmt.Errorf("%w: the guest's state is not only memory and globals (%s)", ErrNotSnapshottable, w.g.info.notImageable)
+	}
+	if n := w.inst.files.count(); n > 0 {
+		return nil, fmt.Errorf("%w: the guest holds %d file(s) open", ErrNotSnapshottable, n)
+	}
+	if !w.inst.enter() {
+		return nil, fmt.Errorf("%w: the instance is closed", ErrNotSnapshottable)
+	}
+	defer w.inst.leave()
+	return w.inst.snapshot(w.g), nil
 }
 
 // Language is the worker's guest language.
@@ -37,7 +96,7 @@ func (w *Worker) Close() error {
 	w.closed = true
 	if w.inst != nil {
 		w.inst.close()
-		w.inst = nil
+		w.setInstance(nil)
 	}
 	return nil
 }
@@ -68,23 +127,28 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 		return Result{Status: cancelStatus(ctx), Error: cancelError(ctx, false)}
 	}
 	if w.inst == nil {
-		inst, err := w.e.instantiate(ctx, w.lang, w.opts)
+		inst, err := w.e.newInstance(ctx, w.g, w.opts)
 		if err != nil {
 			w.e.log.Error("instance replacement failed", zap.String("language", w.lang), zap.Error(err))
-			return sandboxError("could not start a fresh sandbox: "+err.Error(), true)
+			res := sandboxError("could not start an instance: "+err.Error(), true)
+			res.FreshInstance = true
+			return res
 		}
-		w.inst = inst
+		w.setInstance(inst)
 	}
 	inst := w.inst
 	reset := w.lost
 	w.lost = false
+	restored := w.restored
+	w.restored = false
+	refused := inst.mem.refused.Load()
 
 	max := w.e.cfg.MaxOutputBytes
 	stdout, stderr := newBoundedBuffer(max), newBoundedBuffer(max)
 	inst.stdout.swap(stdout)
 	inst.stderr.swap(stderr)
 
-	st := &runState{sink: sink}
+	st := &runState{sink: sink, yielded: time.Since(yieldClock)}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
 	done := make(chan outcome, 1)
 	go func() {
@@ -122,8 +186,9 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	st.finished.Store(true)
 	inst.stdout.swap(nil)
 	inst.stderr.swap(nil)
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), FreshInstance: reset, Restored: restored}
 	res.Truncated = stdout.Truncated() || stderr.Truncated()
+	res.BudgetExceeded = inst.mem.refused.Load() > refused
 
 	switch {
 	case killed:
@@ -131,13 +196,15 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 		res.Status = cancelStatus(ctx)
 		res.Error = cancelError(ctx, true)
 		res.Reset = true
+		res.Discarded = DiscardKilled
 		w.e.log.Info("sandbox killed after the interrupt grace", zap.String("language", w.lang), zap.Bool("abandoned", abandoned))
 		return res
 	case out.err != nil:
 		w.drop(inst, false, done)
 		res.Status = StatusError
-		res.Error = &GuestError{Type: "SandboxCrash", Message: crashMessage(out.err)}
+		res.Error = crashError(out.err)
 		res.Reset = true
+		res.Discarded = DiscardCrashed
 		w.e.log.Warn("sandbox crashed", zap.String("language", w.lang), zap.Error(out.err))
 		return res
 	}
@@ -186,7 +253,7 @@ type outcome struct {
 // starts a fresh one. An abandoned instance (its call still running) is
 // closed when the call returns, if ever.
 func (w *Worker) drop(inst *instance, abandoned bool, done <-chan outcome) {
-	w.inst = nil
+	w.setInstance(nil)
 	w.lost = true
 	if !abandoned {
 		inst.close()
@@ -207,6 +274,8 @@ func cancelStatus(ctx context.Context) Status {
 	return StatusInterrupted
 }
 
+// cancelError says why the run stopped: the facts, not what they mean for
+// the caller's state (Result.Discarded says whether the instance is gone).
 func cancelError(ctx context.Context, killed bool) *GuestError {
 	var msg string
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -215,9 +284,7 @@ func cancelError(ctx context.Context, killed bool) *GuestError {
 		msg = "execution interrupted"
 	}
 	if killed {
-		msg += "; the code did not stop in time and the sandbox was reset (all state lost)"
-	} else {
-		msg += "; state is kept"
+		msg += "; the code did not stop within the interrupt grace and was killed"
 	}
 	return &GuestError{Type: "InterruptError", Message: msg}
 }
@@ -226,6 +293,9 @@ func sandboxError(msg string, reset bool) Result {
 	return Result{Status: StatusError, Error: &GuestError{Type: "SandboxError", Message: msg}, Reset: reset}
 }
 
-func crashMessage(err error) string {
-	return "the sandbox crashed and was reset (all state lost): " + err.Error()
+// crashError is a trap of the guest: wazero's message, and its wasm stack
+// trace apart.
+func crashError(err error) *GuestError {
+	msg, stack, _ := strings.Cut(err.Error(), "\n")
+	return &GuestError{Type: "SandboxCrash", Message: msg, Stack: stack}
 }

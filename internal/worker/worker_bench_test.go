@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -115,46 +117,121 @@ func BenchmarkSoftInterrupt(b *testing.B) {
 }
 
 // BenchmarkIdleWorkerRSS: resident memory added by one idle worker that has
-// run one cell.
+// run one cell, RSS and PSS (proportional: pages shared copy-on-write with
+// the base image are divided among the workers that map them).
 func BenchmarkIdleWorkerRSS(b *testing.B) {
 	forModes(b, func(b *testing.B, strict bool) {
-		e := testEngine(b, strict)
-		const n = 20
-		for b.Loop() {
-			debug.FreeOSMemory()
-			before := rssKiB(b)
-			ws := make([]*Worker, n)
-			for i := range ws {
-				w, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				w.Run(context.Background(), "let a = [1, 2, 3]; a.length", nil)
-				ws[i] = w
-			}
-			debug.FreeOSMemory()
-			after := rssKiB(b)
-			b.ReportMetric(float64(after-before)/1024/n, "MiB/worker")
-			for _, w := range ws {
-				w.Close()
-			}
-		}
+		idleWorkers(b, testEngine(b, strict), "javascript", 20, "let a = [1, 2, 3]; a.length")
 	})
 }
 
-func rssKiB(b *testing.B) int {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		b.Skip("no /proc/self/status")
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			v, _ := strconv.Atoi(strings.Fields(rest)[0])
-			return v
+// idleWorkers makes n workers of lang that each ran code and reports the
+// growth of RSS and PSS per worker: the largest of the iterations (after
+// the first, the Go heap reuses what the closed workers gave back, and the
+// growth understates the cost).
+func idleWorkers(b *testing.B, e *Engine, lang string, n int, code string) {
+	var rss, pss float64
+	for b.Loop() {
+		runtime.GC()
+		debug.FreeOSMemory()
+		before := memoryKiB(b)
+		ws := make([]*Worker, 0, n)
+		for range n {
+			w, err := e.NewWorker(context.Background(), lang, WorkerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
+				b.Fatal(describe(r))
+			}
+			ws = append(ws, w)
+		}
+		runtime.GC()
+		debug.FreeOSMemory()
+		after := memoryKiB(b)
+		rss = max(rss, float64(after.rss-before.rss)/1024/float64(n))
+		pss = max(pss, float64(after.pss-before.pss)/1024/float64(n))
+		for _, w := range ws {
+			w.Close()
 		}
 	}
-	b.Skip("no VmRSS")
-	return 0
+	b.ReportMetric(rss, "MiB-RSS/worker")
+	b.ReportMetric(pss, "MiB-PSS/worker")
+}
+
+type kib struct{ rss, pss int }
+
+// memoryKiB reads the process's Rss and Pss from /proc/self/smaps_rollup.
+func memoryKiB(b *testing.B) kib {
+	f, err := os.Open("/proc/self/smaps_rollup")
+	if err != nil {
+		b.Fatalf("no /proc/self/smaps_rollup: %v", err)
+	}
+	defer f.Close()
+	var m kib
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		k, rest, _ := strings.Cut(s.Text(), ":")
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		v, _ := strconv.Atoi(fields[0])
+		switch k {
+		case "Rss":
+			m.rss = v
+		case "Pss":
+			m.pss = v
+		}
+	}
+	return m
+}
+
+// BenchmarkFairness: how long a call waits for a processor while twice as
+// many endless loops as there are processors run in other workers, with
+// and without the yield at the guest's polls; and what the yield costs on
+// fib(25) and 1+1 alone. Each iteration of "1+1-beside-loops" sleeps 1 ms
+// first, so that the calling goroutine must be scheduled again, as a
+// request's is when its bytes arrive; "1+1-after-sleep" is the same
+// without the loops.
+func BenchmarkFairness(b *testing.B) {
+	e := testEngine(b, true)
+	sleepThenRun := func(b *testing.B, w *Worker) {
+		timed(b, func() {
+			time.Sleep(time.Millisecond)
+			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
+				b.Fatal(describe(r))
+			}
+		})
+	}
+	for _, yield := range []bool{true, false} {
+		name := "yield=off"
+		if yield {
+			name = "yield=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			yieldAtPolls.Store(yield)
+			defer yieldAtPolls.Store(true)
+			b.Run("1+1-after-sleep", func(b *testing.B) { sleepThenRun(b, newWorker(b, e, WorkerOptions{})) })
+			b.Run("1+1-beside-loops", func(b *testing.B) {
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				for range 2 * runtime.GOMAXPROCS(0) {
+					w := newWorker(b, e, WorkerOptions{})
+					wg.Add(1)
+					go func() { defer wg.Done(); w.Run(ctx, "for (;;) {}", nil) }()
+				}
+				w := newWorker(b, e, WorkerOptions{})
+				time.Sleep(50 * time.Millisecond) // the loops are spinning
+				sleepThenRun(b, w)
+				cancel()
+				wg.Wait()
+			})
+			b.Run("fib25", func(b *testing.B) {
+				benchRun(b, true, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }", "fib(25)")
+			})
+			b.Run("1+1", func(b *testing.B) { benchRun(b, true, "", "1+1") })
+			b.Run("python-fib25", func(b *testing.B) { pyBenchRun(b, true, pyFib, "fib(25)") })
+		})
+	}
 }

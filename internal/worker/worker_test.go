@@ -10,21 +10,38 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"execd/internal/config"
 )
 
 // engines are shared by the tests of this package: compiling a guest is the
-// slow part. Key: strict termination on/off.
+// slow part. Key: strict termination on/off. Every engine of the tests
+// shares one compilation cache (testCacheDir), so that only the first
+// compiles; base images are cached there too.
 var (
-	enginesMu sync.Mutex
-	engines   = map[bool]*Engine{}
+	enginesMu    sync.Mutex
+	engines      = map[bool]*Engine{}
+	testCacheDir string
 )
 
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "execd-worker-cache")
+	if err != nil {
+		panic(err)
+	}
+	testCacheDir = dir
 	code := m.Run()
 	for _, e := range engines {
 		e.Close(context.Background())
 	}
+	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// testConfig is the configuration of the tests' engines: the daemon's
+// defaults where they matter (Python's preload), the shared cache.
+func testConfig(strict bool) Config {
+	return Config{StrictTermination: strict, CacheDir: testCacheDir, PythonPreload: config.Default().Sandbox.PythonPreload}
 }
 
 // testEngine fails the test (never skips) when the guest is not built.
@@ -35,11 +52,32 @@ func testEngine(t testing.TB, strict bool) *Engine {
 	if e, ok := engines[strict]; ok {
 		return e
 	}
-	e, err := NewEngine(context.Background(), Config{StrictTermination: strict}, nil)
+	e := startEngine(t, testConfig(strict))
+	engines[strict] = e
+	return e
+}
+
+// newTestEngine is an engine of the test's own, closed with it.
+func newTestEngine(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	e := startEngine(t, cfg)
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e
+}
+
+// startEngine makes an engine and waits until its guests are ready.
+func startEngine(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	e, err := NewEngine(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
 	}
-	engines[strict] = e
+	for _, lang := range e.Languages() {
+		if err := e.Wait(context.Background(), lang); err != nil {
+			e.Close(context.Background())
+			t.Fatalf("guest %s: %v", lang, err)
+		}
+	}
 	return e
 }
 
@@ -301,28 +339,26 @@ func TestTimeoutStatus(t *testing.T) {
 func TestHardKillResets(t *testing.T) {
 	t.Parallel()
 	// A grace of 1ns leaves no time for the soft interrupt: the kill path.
-	e, err := NewEngine(context.Background(), Config{StrictTermination: true, InterruptGrace: time.Nanosecond}, nil)
-	if err != nil {
-		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
-	}
-	defer e.Close(context.Background())
+	cfg := testConfig(true)
+	cfg.InterruptGrace = time.Nanosecond
+	e := newTestEngine(t, cfg)
 	w := newWorker(t, e, WorkerOptions{})
 	mustRun(t, w, "let before = 1", StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	r := w.Run(ctx, "for (;;) {}", nil)
-	if r.Status != StatusTimeout || !r.Reset {
-		t.Fatalf("killed run: %s; want timeout with reset", describe(r))
+	if r.Status != StatusTimeout || !r.Reset || r.Discarded != DiscardKilled || r.FreshInstance {
+		t.Fatalf("killed run: %s (discarded %q, fresh %v); want timeout with reset, discarded as killed", describe(r), r.Discarded, r.FreshInstance)
 	}
 	if n := e.Abandoned(); n != 0 {
 		t.Fatalf("the kill switch did not stop the guest: %d call(s) still running", n)
 	}
 	r = mustRun(t, w, "typeof before", StatusReset)
-	if !r.Reset || value(r) != `"undefined"` {
-		t.Errorf("after kill: %s", describe(r))
+	if !r.Reset || value(r) != `"undefined"` || !r.FreshInstance || r.Discarded != "" {
+		t.Errorf("after kill: %s (fresh %v, discarded %q)", describe(r), r.FreshInstance, r.Discarded)
 	}
 	r = mustRun(t, w, "1", StatusOK)
-	if r.Reset {
+	if r.Reset || r.FreshInstance {
 		t.Errorf("reset reported twice")
 	}
 }
@@ -334,8 +370,8 @@ func TestCrashReplacesInstance(t *testing.T) {
 	// Simulate a trap: the instance is gone under the worker.
 	w.inst.mod.Close(context.Background())
 	r := w.Run(context.Background(), "s", nil)
-	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" {
-		t.Fatalf("crashed run: %s", describe(r))
+	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" || r.Discarded != DiscardCrashed {
+		t.Fatalf("crashed run: %s (discarded %q)", describe(r), r.Discarded)
 	}
 	r = mustRun(t, w, "typeof s", StatusReset)
 	if value(r) != `"undefined"` {
@@ -562,10 +598,7 @@ func TestParallelWorkers(t *testing.T) {
 
 func TestEngineClose(t *testing.T) {
 	t.Parallel()
-	e, err := NewEngine(context.Background(), Config{}, nil)
-	if err != nil {
-		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
-	}
+	e := startEngine(t, testConfig(false))
 	w := newWorker(t, e, WorkerOptions{})
 	if err := e.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -582,7 +615,8 @@ func TestEngineClose(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
-	for _, c := range []Config{{MemoryLimitMiB: 8}, {MaxOutputBytes: -1}, {InterruptGrace: -time.Second}} {
+	for _, c := range []Config{{MemoryLimitMiB: 8}, {MaxOutputBytes: -1}, {InterruptGrace: -time.Second},
+		{TotalMemoryMiB: 10}, {TotalMemoryMiB: -1}, {PythonPreload: []string{"json", "os; import sys"}}} {
 		if _, err := NewEngine(context.Background(), c, nil); err == nil {
 			t.Errorf("NewEngine(%+v) accepted", c)
 		}

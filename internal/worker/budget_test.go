@@ -1,0 +1,47 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// bombCode, per language: code that allocates far beyond 64 MiB, keeping
+// all of it.
+var bombCode = map[string]string{
+	"javascript": "globalThis.hog = []; for (;;) hog.push(new Uint8Array(1 << 20).fill(1))",
+	"python":     "hog = []\nwhile True: hog.append(bytearray(1 << 20))",
+}
+
+// Growth beyond the engine-wide budget fails inside the guest: out of
+// memory, the worker still usable; a new worker that does not fit is
+// refused with ErrMemoryBudget; freeing makes room again.
+func TestMemoryBudget(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(true)
+	cfg.TotalMemoryMiB = 64
+	e := newTestEngine(t, cfg)
+	for _, lang := range e.Languages() {
+		t.Run(lang, func(t *testing.T) {
+			w := langWorker(t, e, lang, WorkerOptions{})
+			mustRun(t, w, stateCode[lang].set, StatusOK)
+			r := w.Run(context.Background(), bombCode[lang], nil)
+			if r.Status != StatusOOM || !r.BudgetExceeded || r.Reset {
+				t.Fatalf("bomb under a 64 MiB budget: %s (budget exceeded %v)", describe(r), r.BudgetExceeded)
+			}
+			if e.MemoryBytes() > e.MemoryBudget() {
+				t.Errorf("engine holds %d bytes, over its budget of %d", e.MemoryBytes(), e.MemoryBudget())
+			}
+			if r := mustRun(t, w, stateCode[lang].get, StatusOK); value(r) != stateCode[lang].want {
+				t.Errorf("state after the budget's oom: %s", describe(r))
+			}
+			if _, err := e.NewWorker(context.Background(), lang, WorkerOptions{}); !errors.Is(err, ErrMemoryBudget) {
+				t.Errorf("NewWorker with the budget full: %v; want ErrMemoryBudget", err)
+			}
+			w.Close()
+			w2 := langWorker(t, e, lang, WorkerOptions{})
+			mustRun(t, w2, "1+1", StatusOK)
+			w2.Close()
+		})
+	}
+}
