@@ -254,28 +254,41 @@ func TestCancelWhileQueued(t *testing.T) {
 
 func TestCancelRaceHandsTurnOn(t *testing.T) {
 	// Cancel queued calls while the turn is being handed to them; the queue
-	// must never stall.
-	f := newFakeFactory()
-	m := newTestManager(t, Config{}, f)
-	for i := range 200 {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "js", Code: "set a 1"})
-		}()
-		go func() {
-			defer wg.Done()
-			m.Run(ctx, Request{Principal: "p", Workspace: "w", Language: "js", Code: "set b 1"})
-		}()
-		if i%2 == 0 {
+	// must never stall. In a synctest bubble a stalled queue leaves every
+	// goroutine blocked, so synctest.Wait returns and the check below fails
+	// instead of the test hanging.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFactory()
+		m, err := NewManager(Config{DataDir: t.TempDir()}, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		for i := range 200 {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{}, 2)
+			go func() {
+				m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "js", Code: "set a 1"})
+				done <- struct{}{}
+			}()
+			go func() {
+				m.Run(ctx, Request{Principal: "p", Workspace: "w", Language: "js", Code: "set b 1"})
+				done <- struct{}{}
+			}()
+			if i%2 == 0 {
+				cancel()
+			}
+			synctest.Wait()
+			if len(done) != 2 {
+				t.Fatalf("iteration %d: %d of 2 calls returned; the turn was lost", i, len(done))
+			}
 			cancel()
 		}
-		wg.Wait()
-		cancel()
-	}
-	run(t, m, "p", "w", "get a") // would hang on a leaked turn
+		out := run(t, m, "p", "w", "get a")
+		if value(out.Result) != "1" {
+			t.Errorf("get a = %s", value(out.Result))
+		}
+	})
 }
 
 func TestHammerOneWorkspace(t *testing.T) {
@@ -385,19 +398,19 @@ func TestIdleEviction(t *testing.T) {
 			t.Errorf("records kept after eviction: %d", len(m.wss))
 		}
 		l := m.List("p")
-		if len(l) != 1 || l[0].Live || l[0].DiskBytes == 0 {
+		if len(l) != 1 || l[0].Live || l[0].Hibernated || l[0].DiskBytes == 0 {
 			t.Errorf("List after eviction = %+v", l)
 		}
 		out := run(t, m, "p", "w", "get x")
-		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != worker.StatusError {
-			t.Errorf("after eviction: %+v", out.Result)
+		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != worker.StatusError || out.ResetReason != ReasonIdleTTL {
+			t.Errorf("after eviction: %+v (%s)", out.Result, out.ResetReason)
 		}
 		out = run(t, m, "p", "w", "set y 1")
-		if out.Result.Reset || out.Result.Status != worker.StatusOK {
+		if out.Result.Reset || out.Result.Status != worker.StatusOK || out.ResetReason != "" {
 			t.Errorf("second call after eviction: %+v", out.Result)
 		}
-		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", "w", "keep.txt")); err != nil {
-			t.Errorf("file lost on eviction: %v", err)
+		if b, err := os.ReadFile(filepath.Join(m.cfg.DataDir, "p", "w", "keep.txt")); string(b) != "yes" {
+			t.Errorf("file lost on eviction: %q %v", b, err)
 		}
 	})
 }
@@ -411,7 +424,7 @@ func TestEvictionMarksOKAsReset(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		out := run(t, m, "p", "w", "set x 2")
-		if out.Result.Status != worker.StatusReset || !out.Result.Reset {
+		if out.Result.Status != worker.StatusReset || !out.Result.Reset || out.ResetReason != ReasonIdleTTL {
 			t.Errorf("ok on a fresh runner: %+v, want status reset", out.Result)
 		}
 	})
@@ -433,15 +446,47 @@ func TestNoIdleEvictionWhileRunning(t *testing.T) {
 	})
 }
 
-func TestRunnerResetPassesThrough(t *testing.T) {
+func TestKilledAndCrashedSayReset(t *testing.T) {
+	// The run whose instance was discarded says reset (its status stays),
+	// and so does the next one, for a client that never saw that answer.
+	for _, tc := range []struct {
+		code   string
+		status worker.Status
+		reason ResetReason
+	}{
+		{"kill", worker.StatusTimeout, ReasonKilled},
+		{"crash", worker.StatusError, ReasonCrashed},
+	} {
+		f := newFakeFactory()
+		m := newTestManager(t, Config{}, f)
+		run(t, m, "p", "w", "set x 1")
+		out := run(t, m, "p", "w", tc.code)
+		if !out.Result.Reset || out.Result.Status != tc.status || out.ResetReason != tc.reason {
+			t.Errorf("%s: %+v, reason %q", tc.code, out.Result, out.ResetReason)
+		}
+		if f.liveCount() != 0 {
+			t.Errorf("%s: the discarded runner is still live", tc.code)
+		}
+		out = run(t, m, "p", "w", "set y 1")
+		if !out.Result.Reset || out.Result.Status != worker.StatusReset || out.ResetReason != tc.reason {
+			t.Errorf("%s, next run: %+v, reason %q", tc.code, out.Result, out.ResetReason)
+		}
+		if out := run(t, m, "p", "w", "get x"); out.Result.Value != nil || out.Result.Reset {
+			t.Errorf("%s, third run: %+v", tc.code, out.Result)
+		}
+	}
+	// A runner that replaced its instance by itself is believed too.
 	m := newTestManager(t, Config{}, newFakeFactory())
-	out := run(t, m, "p", "w", "reset")
-	if !out.Result.Reset || out.Result.Status != worker.StatusReset {
-		t.Errorf("%+v", out.Result)
+	if out := run(t, m, "p", "w", "fresh"); !out.Result.Reset || out.ResetReason != ReasonCrashed || out.Result.Status != worker.StatusReset {
+		t.Errorf("fresh: %+v %q", out.Result, out.ResetReason)
+	}
+	// A worker's reset status is not the workspace's when nothing was lost.
+	if out := run(t, m, "p", "v", "set a 1"); out.Result.Status != worker.StatusOK || out.Result.Reset {
+		t.Errorf("plain run: %+v", out.Result)
 	}
 }
 
-func TestLRUEviction(t *testing.T) {
+func TestLRUHibernates(t *testing.T) {
 	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxWorkspaces: 2}, f)
 	run(t, m, "p", "a", "set x a")
@@ -451,11 +496,36 @@ func TestLRUEviction(t *testing.T) {
 	if f.liveCount() != 2 {
 		t.Fatalf("live = %d", f.liveCount())
 	}
-	if out := run(t, m, "p", "a", "get x"); value(out.Result) != "a" || out.Result.Reset {
-		t.Errorf("a was evicted: %+v", out.Result)
+	if out := run(t, m, "p", "a", "get x"); value(out.Result) != "a" || out.Result.Reset || out.Restored {
+		t.Errorf("a was hibernated: %+v", out)
 	}
-	if out := run(t, m, "p", "b", "get x"); out.Result.Value != nil || !out.Result.Reset {
-		t.Errorf("b was not evicted: %+v", out.Result)
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", stateDirName, "b", "javascript.img")); err != nil {
+		t.Errorf("b's image: %v", err)
+	}
+	out := run(t, m, "p", "b", "get x")
+	if value(out.Result) != "b" || out.Result.Reset || out.Result.Status != worker.StatusOK || !out.Restored {
+		t.Errorf("b after hibernation: %+v", out)
+	}
+	if f.restored != 1 || f.clones != 0 {
+		t.Errorf("restored %d, clones %d", f.restored, f.clones)
+	}
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", stateDirName, "b", "javascript.img")); !os.IsNotExist(err) {
+		t.Errorf("b's image after its restore: %v", err)
+	}
+}
+
+func TestLRUDropsWhatCannotBeSaved(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxWorkspaces: 1}, f)
+	run(t, m, "p", "a", "set x a")
+	run(t, m, "p", "a", "open held.txt")
+	run(t, m, "p", "b", "set x b") // a must go, and cannot be saved
+	if f.liveCount() != 1 {
+		t.Fatalf("live = %d, want 1: the cap holds", f.liveCount())
+	}
+	out := run(t, m, "p", "a", "get x")
+	if out.Result.Value != nil || !out.Result.Reset || out.ResetReason != ReasonEvicted {
+		t.Errorf("a: %+v, reason %q", out.Result, out.ResetReason)
 	}
 }
 
@@ -504,11 +574,12 @@ func TestCreationLoopBoundsMemory(t *testing.T) {
 	}
 }
 
-func TestFilesSurviveRestart(t *testing.T) {
+func TestRestartRestoresState(t *testing.T) {
 	dir := t.TempDir()
-	f := newFakeFactory()
+	f := newFakeFactory("javascript", "python")
 	m := newTestManager(t, Config{DataDir: dir}, f)
-	run(t, m, "p", "w", "set x 1")
+	runLang(t, m, "p", "w", "javascript", "set x js")
+	runLang(t, m, "p", "w", "python", "set x py")
 	run(t, m, "p", "w", "write data.txt hello")
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -519,15 +590,49 @@ func TestFilesSurviveRestart(t *testing.T) {
 
 	m2 := newTestManager(t, Config{DataDir: dir}, f)
 	l := m2.List("p")
-	if len(l) != 1 || l[0].ID != "w" || l[0].Live || l[0].DiskBytes != entryCost+5 {
+	if len(l) != 1 || l[0].ID != "w" || l[0].Live || !l[0].Hibernated || strings.Join(l[0].Languages, ",") != "javascript,python" ||
+		l[0].DiskBytes != entryCost+5 || l[0].StateBytes == 0 {
 		t.Fatalf("List after restart = %+v", l)
 	}
-	out := run(t, m2, "p", "w", "set y 1")
-	if out.Result.Status != worker.StatusReset {
-		t.Errorf("first call after restart: %s, want reset (state was lost)", out.Result.Status)
+	for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
+		out := runLang(t, m2, "p", "w", lang, "get x")
+		if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+			t.Errorf("%s after restart: %+v", lang, out)
+		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "p", "w", "data.txt")); string(b) != "hello" {
-		t.Errorf("file after restart: %q %v", b, err)
+	if out := run(t, m2, "p", "w", "read data.txt"); value(out.Result) != "hello" {
+		t.Errorf("file after restart: %s", value(out.Result))
+	}
+
+	// An execd that stops without saving (killed): its successor says so.
+	m3 := newTestManager(t, Config{DataDir: dir}, f) // m2 still runs w's interpreters
+	out := run(t, m3, "p", "w", "get x")
+	if out.Result.Value != nil || out.Result.Status != worker.StatusError || !out.Result.Reset || out.ResetReason != ReasonRestarted {
+		t.Errorf("after a stop without saving: %+v %q", out.Result, out.ResetReason)
+	}
+}
+
+func TestWorkspaceOfAnOlderExecdSaysRestarted(t *testing.T) {
+	// A files directory without state is a workspace of an execd that kept
+	// no images: each language's first run says its state is gone.
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "p", "old"), 0o700)
+	os.WriteFile(filepath.Join(dir, "p", "old", "f"), []byte("x"), 0o600)
+	m := newTestManager(t, Config{DataDir: dir}, newFakeFactory("javascript", "python"))
+	for _, lang := range []string{"javascript", "python"} {
+		if out := runLang(t, m, "p", "old", lang, "set a 1"); out.Result.Status != worker.StatusReset || out.ResetReason != ReasonRestarted {
+			t.Errorf("%s: %+v %q", lang, out.Result, out.ResetReason)
+		}
+		if out := runLang(t, m, "p", "old", lang, "set a 2"); out.Result.Reset {
+			t.Errorf("%s, second run: %+v", lang, out.Result)
+		}
+	}
+	// A new workspace, and a new language in a known one, are not resets.
+	if out := runLang(t, m, "p", "new", "javascript", "set a 1"); out.Result.Reset {
+		t.Errorf("new workspace: %+v", out.Result)
+	}
+	if out := runLang(t, m, "p", "new", "python", "set a 1"); out.Result.Reset {
+		t.Errorf("new language: %+v", out.Result)
 	}
 }
 
@@ -672,7 +777,7 @@ func TestCloseWaitsForRunning(t *testing.T) {
 }
 
 func TestQuotaThroughFSFactory(t *testing.T) {
-	f := fakeFSFactory{newFakeFactory()}
+	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
 	big := strings.Repeat("x", 600<<10)
 	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusOK {
