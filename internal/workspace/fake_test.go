@@ -327,7 +327,14 @@ func newTestManager(t *testing.T, cfg Config, f Factory) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		if t.Failed() {
+			cancel() // a failed test may have left a turn held: do not wait for it
+		}
+		m.Close(ctx)
+		cancel()
+	})
 	return m
 }
 

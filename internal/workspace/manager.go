@@ -199,7 +199,9 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	}
 	go func() {
 		defer close(m.sweepDone)
-		if n := sweepTemps(cfg.DataDir, m.start); n > 0 {
+		// File times come from a coarse clock: only what is clearly older
+		// than this Manager is another process's leftover.
+		if n := sweepTemps(cfg.DataDir, m.start.Add(-time.Second)); n > 0 {
 			log.Info("removed what interrupted writes left", zap.Int("entries", n))
 		}
 	}()

@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"execd/internal/worker"
 )
@@ -253,13 +257,60 @@ func TestCancelWhileQueued(t *testing.T) {
 }
 
 func TestCancelRaceHandsTurnOn(t *testing.T) {
-	// Cancel queued calls while the turn is being handed to them; the queue
-	// must never stall. In a synctest bubble a stalled queue leaves every
-	// goroutine blocked, so synctest.Wait returns and the check below fails
-	// instead of the test hanging.
+	// A queued call cancelled in the instant the turn is handed to it must
+	// pass the turn on. The test holds the Manager's lock while it cancels
+	// and hands the turn over, as releaseTurn does: in even rounds the
+	// cancel comes first, so the waiter wakes for its cancel and then finds
+	// the turn handed to it; in odd rounds the hand-over usually wins
+	// (a waiter not yet parked sees both and select picks). A lost turn
+	// leaves the workspace busy, which the check after each round reports
+	// (it never hangs).
+	m := newTestManager(t, Config{}, newFakeFactory())
+	w, err := m.ref("p", "w", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.unref(w)
+	for i := range 300 {
+		if err := m.acquireTurn(context.Background(), w, &queued{}, true); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error, 1)
+		go func() { got <- m.acquireTurn(ctx, w, &queued{}, true) }()
+		for {
+			m.mu.Lock()
+			n := w.waiters.Len()
+			m.mu.Unlock()
+			if n == 1 {
+				break
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		m.mu.Lock()
+		if i%2 == 0 {
+			cancel()
+		}
+		wt := w.waiters.Remove(w.waiters.Front()).(*waiter)
+		wt.handed = true
+		close(wt.ready)
+		cancel()
+		m.mu.Unlock()
+		if err := <-got; err == nil {
+			m.releaseTurn(w) // it took the turn: give it back
+		}
+		m.mu.Lock()
+		busy, active := w.busy, m.active
+		m.mu.Unlock()
+		if busy || active != 0 {
+			t.Fatalf("round %d: after the race the workspace is busy=%v with %d turns held; the turn was lost", i, busy, active)
+		}
+	}
+
+	// The same through Run, under a synctest bubble: a stalled queue leaves
+	// every goroutine blocked, synctest.Wait returns, and the check fails.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeFactory()
-		m, err := NewManager(Config{DataDir: t.TempDir()}, f, nil)
+		m, err := NewManager(Config{DataDir: t.TempDir()}, newFakeFactory(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,13 +335,8 @@ func TestCancelRaceHandsTurnOn(t *testing.T) {
 			}
 			cancel()
 		}
-		out := run(t, m, "p", "w", "get a")
-		if value(out.Result) != "1" {
-			t.Errorf("get a = %s", value(out.Result))
-		}
 	})
 }
-
 func TestHammerOneWorkspace(t *testing.T) {
 	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxConcurrentRuns: 4}, f)
@@ -800,5 +846,74 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 	}
 	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusReset || out.Result.Stderr != "" {
 		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
+	}
+}
+
+func TestIdleWorkspacesHoldNoDescriptors(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory("javascript", "python"))
+	run(t, m, "p", "warm", "set x 1") // the data directory and log files settle
+	base := openFDs(t)
+	for i := range 100 {
+		id := fmt.Sprintf("w%d", i)
+		runLang(t, m, "p", id, "javascript", "write f.txt x")
+		runLang(t, m, "p", id, "python", "set x 1")
+	}
+	if got := openFDs(t) - base; got != 0 {
+		t.Errorf("100 idle live workspaces hold %d descriptors, want 0", got)
+	}
+	if l := m.List("p"); len(l) != 101 {
+		t.Errorf("List: %d", len(l))
+	}
+}
+
+func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
+	core, logs := observer.New(zapcore.ErrorLevel)
+	m, err := NewManager(Config{DataDir: t.TempDir()}, newFakeFactory(), zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	run(t, m, "p", "warm", "set x 1")
+	// Use up the process's descriptors (under a lowered limit).
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = uint64(openFDs(t) + 50)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var hog []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		hog = append(hog, f)
+	}
+	var refused [2]error
+	for i := range refused {
+		_, refused[i] = m.Run(context.Background(), Request{Principal: "p", Workspace: "warm", Language: "js", Code: "set y 1"})
+	}
+	for _, f := range hog {
+		f.Close()
+	}
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	for _, err := range refused {
+		var we *Error
+		if !errors.As(err, &we) || we.Code != Exhausted || !strings.Contains(we.Msg, "run out of file descriptors") || !strings.Contains(we.Msg, "did not run") {
+			t.Fatalf("out of descriptors: %v", err)
+		}
+	}
+	if h := m.Health(); h.FDExhaustions != 2 || h.LastFDExhaustion.IsZero() {
+		t.Errorf("Health = %+v", h)
+	}
+	if n := logs.FilterMessageSnippet("out of file descriptors").Len(); n != 1 {
+		t.Errorf("%d log lines (one, then quiet for a while): %v", n, logs.All())
+	}
+	// With descriptors back, the workspace works again, state intact.
+	if out := run(t, m, "p", "warm", "get x"); value(out.Result) != "1" || out.Result.Reset {
+		t.Errorf("after descriptors came back: %+v", out)
 	}
 }
