@@ -70,14 +70,17 @@ type Limits struct {
 	MaxOutputBytes    int      `toml:"max_output_bytes"`
 	MaxMemoryMiB      int      `toml:"max_memory_mib"`
 	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
+	// MaxRunsPerPrincipal: 0 means max_concurrent_runs.
+	MaxRunsPerPrincipal int `toml:"max_runs_per_principal"`
 }
 
 // Workspace configures the workspace registry.
 type Workspace struct {
-	DataDir       string   `toml:"data_dir"`
-	IdleTTL       Duration `toml:"idle_ttl"`
-	MaxWorkspaces int      `toml:"max_workspaces"`
-	MaxDiskMiB    int      `toml:"max_disk_mib"`
+	DataDir        string   `toml:"data_dir"`
+	HibernateAfter Duration `toml:"hibernate_after"`
+	IdleTTL        Duration `toml:"idle_ttl"`
+	MaxWorkspaces  int      `toml:"max_workspaces"`
+	MaxDiskMiB     int      `toml:"max_disk_mib"`
 }
 
 // Sandbox configures the WebAssembly runtime.
@@ -117,10 +120,10 @@ func Default() Config {
 			MaxConcurrentRuns: runtime.NumCPU(),
 		},
 		Workspace: Workspace{
-			DataDir:       defaultStateDir(),
-			IdleTTL:       Duration{30 * time.Minute},
-			MaxWorkspaces: 256,
-			MaxDiskMiB:    1024,
+			DataDir:        defaultStateDir(),
+			HibernateAfter: Duration{5 * time.Minute},
+			MaxWorkspaces:  256,
+			MaxDiskMiB:     1024,
 		},
 		Sandbox: Sandbox{
 			StrictTermination: true,
@@ -223,6 +226,7 @@ func (c *Config) Validate() error {
 	nonNeg("protocol.session_idle_ttl", c.Protocol.SessionIdleTTL)
 	nonNeg("limits.request_timeout", c.Limits.RequestTimeout)
 	nonNeg("workspace.idle_ttl", c.Workspace.IdleTTL)
+	nonNeg("workspace.hibernate_after", c.Workspace.HibernateAfter)
 	nonNeg("sandbox.interrupt_grace", c.Sandbox.InterruptGrace)
 	if c.Protocol.ProgressHeartbeat.Duration < 100*time.Millisecond || c.Protocol.ProgressHeartbeat.Duration > 30*time.Second {
 		bad("protocol.progress_heartbeat", "must be between 100ms and 30s, got %s", c.Protocol.ProgressHeartbeat)
@@ -235,6 +239,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentRuns < 1 {
 		bad("limits.max_concurrent_runs", "must be at least 1, got %d", c.Limits.MaxConcurrentRuns)
+	}
+	if n := c.Limits.MaxRunsPerPrincipal; n < 0 || n > c.Limits.MaxConcurrentRuns {
+		bad("limits.max_runs_per_principal", "must be between 0 (= max_concurrent_runs) and max_concurrent_runs (%d), got %d", c.Limits.MaxConcurrentRuns, n)
 	}
 	if c.Workspace.DataDir == "" {
 		bad("workspace.data_dir", "must not be empty")

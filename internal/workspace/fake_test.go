@@ -47,6 +47,7 @@ type fakeFactory struct {
 	order     []string // codes in the order runs started
 	newErr    error
 	compiling map[string]bool
+	maxMem    int // > 0: NewRunner and Restore fail with ErrMemoryBudget at this many live runners
 
 	running    atomic.Int32 // runs in flight across all runners
 	maxRunning atomic.Int32
@@ -75,6 +76,9 @@ func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (
 	defer f.mu.Unlock()
 	if f.newErr != nil {
 		return nil, f.newErr
+	}
+	if f.maxMem > 0 && f.live >= f.maxMem {
+		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
 	}
 	f.made++
 	return f.newLocked(lang, fsys, map[string]string{}, uint64(f.made)*7919), nil
@@ -135,6 +139,9 @@ func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone b
 	defer f.mu.Unlock()
 	if img.Build != f.build {
 		return nil, fmt.Errorf("%w: build %s, running %s", ErrImageStale, img.Build, f.build)
+	}
+	if f.maxMem > 0 && f.live >= f.maxMem {
+		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
 	}
 	f.restored++
 	seed := img.Seed

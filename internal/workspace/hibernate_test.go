@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -321,4 +322,33 @@ func TestCompilingGuestIsReported(t *testing.T) {
 	if msgs := s2.messages(); len(msgs) != 0 {
 		t.Errorf("progress for a compiled guest: %q", msgs)
 	}
+}
+
+func TestFullMemoryBudgetHibernatesToMakeRoom(t *testing.T) {
+	// The sandbox refuses a new interpreter for want of budget: idle
+	// workspaces are hibernated until it fits, and the call runs.
+	f := newFakeFactory()
+	f.maxMem = 2
+	m := newTestManager(t, Config{MaxConcurrentRuns: 4}, f)
+	for i := range 5 {
+		if out := run(t, m, "p", fmt.Sprintf("w%d", i), fmt.Sprintf("set x %d", i)); out.Result.Status != worker.StatusOK {
+			t.Fatalf("w%d: %+v", i, out)
+		}
+	}
+	for i := range 5 {
+		if out := run(t, m, "p", fmt.Sprintf("w%d", i), "get x"); value(out.Result) != strconv.Itoa(i) || out.Result.Reset {
+			t.Errorf("w%d: %+v", i, out)
+		}
+	}
+	// When nothing idle is left, the refusal is the caller's.
+	busy := startWait(t, m, f, "p", "w0", "b")
+	busy2 := startWait(t, m, f, "p", "w1", "b")
+	_, err := m.Run(context.Background(), Request{Principal: "p", Workspace: "w9", Language: "js", Code: "set x 1"})
+	if !errors.Is(err, ErrStartFailed) || !errors.Is(err, ErrMemoryBudget) {
+		t.Errorf("with every live workspace busy: %v", err)
+	}
+	f.release <- struct{}{}
+	f.release <- struct{}{}
+	<-busy
+	<-busy2
 }

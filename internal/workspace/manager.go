@@ -86,6 +86,10 @@ type Outcome struct {
 	// Restored reports that the run began on an interpreter restored from
 	// disk (after hibernation, a restart, a checkpoint's restore or a fork).
 	Restored bool
+	// BudgetExceeded reports that the daemon-wide memory budget refused the
+	// guest memory during the run: an out of memory may be the daemon's, and
+	// idle workspaces were hibernated to make room for a retry.
+	BudgetExceeded bool
 	// DiskFull reports that writes to /workspace failed during the run
 	// because the workspace's disk quota, DiskQuotaBytes, is used up.
 	DiskFull       bool
@@ -399,6 +403,10 @@ func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 	defer m.unref(w)
 	err = m.runTurn(ctx, w, lang, req, &out)
 	m.fitMemory()
+	if out.BudgetExceeded {
+		// Room for the retry: half of what is idle, least recently used first.
+		m.Reclaim(m.Health().MemoryBytes / 2)
+	}
 	return out, err
 }
 
@@ -435,6 +443,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	}
 	res, facts := r.Run(runCtx, req.Code, req.Sink)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
+	out.BudgetExceeded = facts.BudgetExceeded
 	out.Restored = start.restored
 
 	if fsys.Refused() > refused {
@@ -545,7 +554,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	switch {
 	case n.hasImage():
 		var err error
-		r, err = m.restoreImage(ctx, w.state, lang, fsys, n == noteClone)
+		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w.state, lang, fsys, n == noteClone) })
 		if err != nil {
 			reason := imageReason(err)
 			if reason == "" {
@@ -568,7 +577,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	}
 	if r == nil {
 		var err error
-		if r, err = m.f.NewRunner(ctx, lang, fsys); err != nil {
+		if r, err = m.newRunner(ctx, lang, fsys); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, st, e
 			}
@@ -590,6 +599,30 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	m.live++
 	m.mu.Unlock()
 	return r, st, nil
+}
+
+// newRunner makes a fresh runner, making room in the memory budget if
+// needed.
+func (m *Manager) newRunner(ctx context.Context, lang string, fsys *QuotaFS) (Runner, error) {
+	return m.withRoom(func() (Runner, error) { return m.f.NewRunner(ctx, lang, fsys) })
+}
+
+// withRoom calls make until it does not fail for want of memory budget,
+// hibernating the least recently used idle workspace before each retry,
+// as long as there is one.
+func (m *Manager) withRoom(make func() (Runner, error)) (Runner, error) {
+	for {
+		r, err := make()
+		if err == nil || !errors.Is(err, ErrMemoryBudget) {
+			return r, err
+		}
+		w := m.pickLRU()
+		if w == nil {
+			return nil, err
+		}
+		m.hibernate(context.Background(), w, ReasonEvicted)
+		m.releaseClaim(w)
+	}
 }
 
 // restoreImage reads lang's image and restores a runner from it.

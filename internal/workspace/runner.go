@@ -37,6 +37,10 @@ type Facts struct {
 	// Fresh reports that the run started on a new instance that replaced
 	// one discarded earlier (a Runner that replaces instances by itself).
 	Fresh bool
+	// BudgetExceeded reports that the daemon-wide memory budget refused the
+	// guest memory during the run (its out of memory may be the daemon's):
+	// the Manager then hibernates idle workspaces to make room.
+	BudgetExceeded bool
 }
 
 // Image is a saved interpreter, as Runner.Snapshot makes it and
@@ -76,6 +80,9 @@ var (
 	ErrImageCorrupt = errors.New("the saved interpreter is damaged or not an image")
 	ErrImageStale   = errors.New("the saved interpreter belongs to another build of execd or of its guest")
 	ErrNotSaveable  = errors.New("the interpreter cannot be saved now")
+	// ErrMemoryBudget: the daemon-wide memory budget cannot hold another
+	// interpreter now; the Manager hibernates idle workspaces and retries.
+	ErrMemoryBudget = errors.New("the memory budget cannot hold another interpreter now")
 )
 
 // ResetReason says why a workspace's earlier interpreter state is gone.
