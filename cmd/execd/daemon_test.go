@@ -298,11 +298,11 @@ func TestFilesSurviveRestart(t *testing.T) {
 	c2 := &mcp{t: t, url: d2.url}
 	c2.init()
 	sc, isErr = c2.run("notes", `fs.readFile("/workspace/note.txt") + "/" + typeof v`)
-	if isErr || sc["result"] != `"kept across restarts/undefined"` {
+	if isErr || sc["result"] != `"kept across restarts/number"` {
 		t.Fatalf("after restart: %v", sc)
 	}
-	if sc["status"] != "reset" {
-		t.Errorf("status %v after restart; want reset (interpreter state was lost)", sc["status"])
+	if sc["status"] != "ok" {
+		t.Errorf("status %v after restart; want ok (the interpreter was saved at the stop)", sc["status"])
 	}
 	d2.stop()
 }

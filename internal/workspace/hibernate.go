@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,9 +81,9 @@ func (m *Manager) claim(pick func(*ws) bool) []*ws {
 // hibernate saves w's live interpreters to disk and closes them; the next
 // run restores them. An interpreter that cannot be saved stays live when
 // unsaved is empty; otherwise it is closed too and its note says unsaved
-// (its state is lost). It returns how many interpreters were saved and how
-// many are still live. The caller holds w's turn.
-func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (saved, kept int) {
+// (its state is lost). It returns how many interpreters were saved and why
+// the first one kept live could not be. The caller holds w's turn.
+func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (saved int, kept error) {
 	m.mu.Lock()
 	rs := make(map[string]Runner, len(w.runners))
 	for l, r := range w.runners {
@@ -110,7 +112,9 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 		}
 		if err != nil {
 			if unsaved == "" {
-				kept++
+				if kept == nil {
+					kept = fmt.Errorf("%s: %w", lang, err)
+				}
 				continue
 			}
 			m.log.Info("interpreter closed without saving", zap.String("workspace", w.key.id),
@@ -294,4 +298,21 @@ func (m *Manager) expire(pdir, id string, cutoff time.Time) bool {
 		}
 	}
 	return dropped
+}
+
+// Hibernate saves the workspace's live interpreters to disk and closes
+// them now, as idleness would after HibernateAfter; the next call restores
+// them. It takes the workspace's turn like Reset. An interpreter that
+// cannot be saved stays live, and the error says so (ErrNotSaveable).
+func (m *Manager) Hibernate(ctx context.Context, principal, id string) error {
+	return m.withTurn(ctx, principal, id, func(w *ws) error {
+		_, kept := m.hibernate(ctx, w, "")
+		if kept == nil {
+			return nil
+		}
+		if errors.Is(kept, ErrNotSaveable) {
+			return &Error{Code: NotSaveable, Err: kept, Msg: "an interpreter cannot be saved now: " + kept.Error()}
+		}
+		return &Error{Code: StartFailed, Err: kept, Msg: "could not save an interpreter: " + kept.Error()}
+	})
 }

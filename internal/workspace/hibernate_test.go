@@ -352,3 +352,29 @@ func TestFullMemoryBudgetHibernatesToMakeRoom(t *testing.T) {
 	<-busy
 	<-busy2
 }
+
+func TestHibernateNow(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{}, f)
+	ctx := context.Background()
+	run(t, m, "p", "w", "set x 1")
+	if err := m.Hibernate(ctx, "p", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if f.liveCount() != 0 {
+		t.Errorf("live = %d", f.liveCount())
+	}
+	if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || !out.Restored {
+		t.Errorf("%+v", out)
+	}
+	run(t, m, "p", "w", "open f")
+	if err := m.Hibernate(ctx, "p", "w"); !errors.Is(err, ErrNotSaveable) {
+		t.Errorf("with an open file: %v", err)
+	}
+	if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || out.Restored {
+		t.Errorf("kept live: %+v", out)
+	}
+	if err := m.Hibernate(ctx, "q", "w"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another principal: %v", err)
+	}
+}

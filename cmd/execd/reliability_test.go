@@ -1,0 +1,250 @@
+package main
+
+// Reliability with the real binary: one principal's endless loops never
+// lock another out, a stop answers queued calls at once, a guest cannot
+// plant a symlink out of its workspace, and idle workspaces hold no file
+// descriptors.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	tokenA = "principal-a-token-0123456789"
+	tokenB = "principal-b-token-0123456789"
+)
+
+// twoPrincipals starts execd with auth for principals a and b; more is
+// added as in startDaemon.
+func twoPrincipals(t *testing.T, more ...string) *daemon {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("a "+tokenA+"\nb "+tokenB+"\n"), 0o600)
+	return startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q\nshutdown_grace = \"500ms\"", tokens), more...)
+}
+
+// bearer adds a token to every request of an http.Client.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b != "" {
+		r.Header.Set("Authorization", "Bearer "+string(b))
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// endlessLoops starts n `while(true){}` calls of principal a, with no
+// timeout, in workspaces loop0…, and returns a channel that receives
+// when each ends.
+func endlessLoops(t *testing.T, url string, n int) <-chan struct{} {
+	ended := make(chan struct{}, n)
+	for i := range n {
+		go func() {
+			defer func() { ended <- struct{}{} }()
+			c := &mcp{t: t, url: url, token: tokenA, modern: true}
+			c.run(fmt.Sprintf("loop%d", i), "while(true){}")
+		}()
+	}
+	return ended
+}
+
+func TestOnePrincipalsLoopsLeaveAnotherAnswered(t *testing.T) {
+	// Principal a fills both run slots (and queues two more) with endless
+	// loops; principal b's 1+1 is answered while they still run.
+	d := twoPrincipals(t, "[limits]\nmax_concurrent_runs = 2")
+	ended := endlessLoops(t, d.url, 4)
+	// Wait until a's loops hold the slots: a queued call of a says so.
+	s := newProgressCall(t, d.url, tokenA, "probe", "1")
+	s.waitQueued()
+	b := &mcp{t: t, url: d.url, token: tokenB, modern: true}
+	sc, isErr := b.run("mine", "1+1")
+	if isErr || sc["result"] != "2" {
+		t.Fatalf("b's call: %v", sc)
+	}
+	select {
+	case <-ended:
+		t.Fatal("one of a's endless loops ended; the test proves nothing")
+	default:
+	}
+	d.stop() // ends a's loops with a "shutting down" answer
+	for range 4 {
+		<-ended
+	}
+	s.wait()
+}
+
+// progressCall is an execute_code call with a progress token, whose
+// "queued" progress message can be awaited.
+type progressCall struct {
+	t      *testing.T
+	queued chan struct{}
+	done   chan map[string]any
+}
+
+func newProgressCall(t *testing.T, url, token, ws, code string) *progressCall {
+	p := &progressCall{t: t, queued: make(chan struct{}), done: make(chan map[string]any, 1)}
+	s := stream{url: url, modern: true, hc: &http.Client{Transport: bearer(token)}}
+	go func() {
+		var once sync.Once
+		m, err := s.call(context.Background(), 1, "tools/call", execParams(ws, code, 0, "p"), func(frame map[string]any) bool {
+			params, _ := frame["params"].(map[string]any)
+			if msg, _ := params["message"].(string); strings.HasPrefix(msg, "queued") {
+				once.Do(func() { close(p.queued) })
+			}
+			return true
+		})
+		if err != nil {
+			m = map[string]any{"transport error": err.Error()}
+		}
+		p.done <- m
+	}()
+	return p
+}
+
+func (p *progressCall) waitQueued() {
+	select {
+	case <-p.queued:
+	case m := <-p.done:
+		p.t.Fatalf("the call ended without queueing: %v", m)
+	}
+}
+
+func (p *progressCall) wait() map[string]any { return <-p.done }
+
+func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
+	// A running loop, and calls queued behind it (for its workspace and for
+	// the only run slot). On SIGTERM the queued ones are answered at once
+	// that their code did not run, before the running one, which gets the
+	// whole grace.
+	d := startDaemon(t, t.TempDir(), `shutdown_grace = "3s"`, "[limits]\nmax_concurrent_runs = 1")
+	running := newProgressCall(t, d.url, "", "busy", "while(true){}")
+	sameWS := newProgressCall(t, d.url, "", "busy", "globalThis.ran = 1")
+	sameWS.waitQueued()
+	otherWS := newProgressCall(t, d.url, "", "other", "globalThis.ran = 1")
+	otherWS.waitQueued()
+
+	order := make(chan string, 3)
+	answers := map[string]map[string]any{}
+	var mu sync.Mutex
+	for name, p := range map[string]*progressCall{"running": running, "same": sameWS, "other": otherWS} {
+		go func() {
+			m := p.wait()
+			mu.Lock()
+			answers[name] = m
+			mu.Unlock()
+			order <- name
+		}()
+	}
+	d.stop()
+	var got []string
+	for range 3 {
+		got = append(got, <-order)
+	}
+	if got[2] != "running" {
+		t.Errorf("answers came in the order %v; the queued calls must not wait for the grace", got)
+	}
+	for _, name := range []string{"same", "other"} {
+		sc, isErr, err := structured(answers[name])
+		if err != nil || !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "the code did not run") {
+			t.Errorf("%s: %v %v", name, answers[name], err)
+		}
+	}
+}
+
+func TestGuestCannotSymlinkOutOfItsWorkspace(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	c := &mcp{t: t, url: d.url, modern: true}
+	sc, _ := c.runLang("links", "python", `import os
+out = []
+for target in ["../../../../../../etc", "..", "/etc", "sub/../.."]:
+    try:
+        os.symlink(target, "/workspace/esc")
+        out.append("made " + target)
+    except OSError as e:
+        out.append(type(e).__name__)
+os.makedirs("/workspace/sub", exist_ok=True)
+open("/workspace/sub/data.txt", "w").write("inside")
+os.symlink("sub/data.txt", "/workspace/latest")
+out.append(open("/workspace/latest").read())
+",".join(out)`)
+	if sc["result"] != "'PermissionError,PermissionError,PermissionError,PermissionError,inside'" {
+		t.Errorf("symlinks: %v", sc)
+	}
+	if _, err := os.Lstat(filepath.Join(data, "local", "links", "esc")); !os.IsNotExist(err) {
+		t.Errorf("a link out of the workspace exists on the host: %v", err)
+	}
+	if target, err := os.Readlink(filepath.Join(data, "local", "links", "latest")); err != nil || target != "sub/data.txt" {
+		t.Errorf("the link inside: %q %v", target, err)
+	}
+	d.stop()
+}
+
+func fdCount(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestLiveWorkspacesHoldNoDescriptors(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	c := &mcp{t: t, url: d.url, modern: true}
+	for _, lang := range []string{"javascript", "python"} {
+		c.runLang("first", lang, "1")
+	}
+	base := fdCount(t, d.cmd.Process.Pid)
+	for i := range 60 {
+		for _, lang := range []string{"javascript", "python"} {
+			if sc, isErr := c.runLang(fmt.Sprintf("w%d", i), lang, "x = 1"); isErr {
+				t.Fatalf("%v", sc)
+			}
+		}
+	}
+	// Allow a few for the HTTP connection and the log; 60 workspaces with
+	// two descriptors each would be 120.
+	if got := fdCount(t, d.cmd.Process.Pid) - base; got > 8 {
+		t.Errorf("60 live idle workspaces hold %d more descriptors", got)
+	}
+	d.stop()
+}
+
+// BenchmarkAnswerBesideEndlessLoops measures how long principal b waits
+// for 1+1 while principal a's four endless loops hold every run slot
+// (max_concurrent_runs = 2), against the same call on an idle daemon.
+func BenchmarkAnswerBesideEndlessLoops(b *testing.B) {
+	for _, loops := range []int{0, 4} {
+		b.Run(fmt.Sprintf("loops=%d", loops), func(b *testing.B) {
+			tokens := filepath.Join(b.TempDir(), "tokens")
+			os.WriteFile(tokens, []byte("a "+tokenA+"\nb "+tokenB+"\n"), 0o600)
+			d := launchBench(b, fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\nauth_tokens_file = %q\nshutdown_grace = \"200ms\"\n"+
+				"[limits]\nmax_concurrent_runs = 2\n[workspace]\ndata_dir = %q\n", tokens, b.TempDir()))
+			for i := range loops {
+				go d.call(tokenA, fmt.Sprintf("loop%d", i), "javascript", "while(true){}")
+			}
+			if loops > 0 {
+				d.waitRunning(b, 2)
+			}
+			d.call(tokenB, "mine", "javascript", "1+1")
+			var lat []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if r := d.call(tokenB, "mine", "javascript", "1+1"); r != "2" {
+					b.Fatalf("b's answer: %q", r)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportLatency(b, lat)
+		})
+	}
+}
