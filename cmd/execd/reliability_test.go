@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -61,13 +62,20 @@ func TestOnePrincipalsLoopsLeaveAnotherAnswered(t *testing.T) {
 	// loops; principal b's 1+1 is answered while they still run.
 	d := twoPrincipals(t, "[limits]\nmax_concurrent_runs = 2")
 	ended := endlessLoops(t, d.url, 4)
-	// Wait until a's loops hold the slots: a queued call of a says so.
-	s := newProgressCall(t, d.url, tokenA, "probe", "1")
-	s.waitQueued()
-	b := &mcp{t: t, url: d.url, token: tokenB, modern: true}
-	sc, isErr := b.run("mine", "1+1")
-	if isErr || sc["result"] != "2" {
-		t.Fatalf("b's call: %v", sc)
+	waitRunning(t, d.url, tokenA, 2)
+	answered := make(chan map[string]any, 1)
+	go func() {
+		b := &mcp{t: t, url: d.url, token: tokenB, modern: true}
+		sc, _ := b.run("mine", "1+1")
+		answered <- sc
+	}()
+	select {
+	case sc := <-answered:
+		if sc["result"] != "2" {
+			t.Fatalf("b's call: %v", sc)
+		}
+	case <-time.After(time.Minute): // a failure detector, not a speed limit: a's loops never end
+		t.Fatal("b's 1+1 was not answered while a's endless loops held the run slots")
 	}
 	select {
 	case <-ended:
@@ -78,7 +86,28 @@ func TestOnePrincipalsLoopsLeaveAnotherAnswered(t *testing.T) {
 	for range 4 {
 		<-ended
 	}
-	s.wait()
+}
+
+// waitRunning waits until the principal of token has n calls running, as
+// list_workspaces says.
+func waitRunning(t *testing.T, url, token string, n int) {
+	t.Helper()
+	c := &mcp{t: t, url: url, token: token, modern: true}
+	for {
+		m := c.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil)
+		sc, _, _ := structured(m)
+		ws, _ := sc["workspaces"].([]any)
+		running := 0
+		for _, w := range ws {
+			if e, _ := w.(map[string]any); e["running"] == true {
+				running++
+			}
+		}
+		if running >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // progressCall is an execute_code call with a progress token, whose
@@ -120,42 +149,40 @@ func (p *progressCall) waitQueued() {
 func (p *progressCall) wait() map[string]any { return <-p.done }
 
 func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
-	// A running loop, and calls queued behind it (for its workspace and for
+	// A running call, and calls queued behind it (for its workspace and for
 	// the only run slot). On SIGTERM the queued ones are answered at once
-	// that their code did not run, before the running one, which gets the
-	// whole grace.
-	d := startDaemon(t, t.TempDir(), `shutdown_grace = "3s"`, "[limits]\nmax_concurrent_runs = 1")
-	running := newProgressCall(t, d.url, "", "busy", "while(true){}")
+	// that their code did not run, while the running one goes on: it ends
+	// by itself once the test has those answers, well within the grace, and
+	// says ok. (Had the queued calls waited for the grace, the running one
+	// would have been interrupted at its end.)
+	data := t.TempDir()
+	d := startDaemon(t, data, `shutdown_grace = "20s"`, "[limits]\nmax_concurrent_runs = 1")
+	running := newProgressCall(t, d.url, "", "busy", `while (!fs.exists("/workspace/stop")) {} "finished"`)
+	waitRunning(t, d.url, "", 1)
 	sameWS := newProgressCall(t, d.url, "", "busy", "globalThis.ran = 1")
 	sameWS.waitQueued()
 	otherWS := newProgressCall(t, d.url, "", "other", "globalThis.ran = 1")
 	otherWS.waitQueued()
 
-	order := make(chan string, 3)
-	answers := map[string]map[string]any{}
-	var mu sync.Mutex
-	for name, p := range map[string]*progressCall{"running": running, "same": sameWS, "other": otherWS} {
-		go func() {
-			m := p.wait()
-			mu.Lock()
-			answers[name] = m
-			mu.Unlock()
-			order <- name
-		}()
-	}
-	d.stop()
-	var got []string
-	for range 3 {
-		got = append(got, <-order)
-	}
-	if got[2] != "running" {
-		t.Errorf("answers came in the order %v; the queued calls must not wait for the grace", got)
-	}
-	for _, name := range []string{"same", "other"} {
-		sc, isErr, err := structured(answers[name])
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	for name, p := range map[string]*progressCall{"same": sameWS, "other": otherWS} {
+		sc, isErr, err := structured(p.wait())
 		if err != nil || !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "the code did not run") {
-			t.Errorf("%s: %v %v", name, answers[name], err)
+			t.Errorf("%s: %v %v", name, sc, err)
 		}
+	}
+	os.WriteFile(filepath.Join(data, "local", "busy", "stop"), nil, 0o600)
+	sc, isErr, err := structured(running.wait())
+	if err != nil || isErr || sc["status"] != "ok" || sc["result"] != `"finished"` {
+		t.Errorf("the running call: %v %v", sc, err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("execd did not exit")
 	}
 }
 
