@@ -91,7 +91,8 @@ func BenchmarkHibernateRestore(b *testing.B) {
 					bytes = l[0].StateBytes
 				}
 				start = time.Now()
-				if out := run("len(data)"); !out.Restored || *out.Result.Value != "2000" {
+				ask := map[string]string{"javascript": "data.length", "python": "len(data)"}[lang]
+				if out := run(ask); !out.Restored || *out.Result.Value != "2000" {
 					b.Fatalf("not restored: %+v", out)
 				}
 				res = append(res, time.Since(start))

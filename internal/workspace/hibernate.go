@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -140,9 +141,10 @@ func (m *Manager) releaseClaim(w *ws) {
 
 // hibernateAll hibernates every idle live workspace, several at once, until
 // ctx ends; interpreters that cannot be saved are closed (their next start
-// says ReasonRestarted).
-func (m *Manager) hibernateAll(ctx context.Context) {
+// says ReasonRestarted). It returns how many were saved.
+func (m *Manager) hibernateAll(ctx context.Context) int {
 	claimed := m.claim(func(*ws) bool { return true })
+	var saved atomic.Int64
 	var wg sync.WaitGroup
 	next := make(chan *ws)
 	for range min(runtime.NumCPU(), max(len(claimed), 1)) {
@@ -150,7 +152,8 @@ func (m *Manager) hibernateAll(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			for w := range next {
-				m.hibernate(ctx, w, ReasonRestarted)
+				n, _ := m.hibernate(ctx, w, ReasonRestarted)
+				saved.Add(int64(n))
 				m.releaseClaim(w)
 			}
 		}()
@@ -160,6 +163,7 @@ func (m *Manager) hibernateAll(ctx context.Context) {
 	}
 	close(next)
 	wg.Wait()
+	return int(saved.Load())
 }
 
 // pickLRU takes the turn of the least recently used idle workspace with

@@ -769,7 +769,7 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 // (ReasonResetByUser).
 func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
-		if err := os.MkdirAll(w.state, 0o700); err != nil {
+		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not reset the workspace", Err: err}
 		}
 		m.dropState(w, note(ReasonResetByUser))
@@ -849,10 +849,11 @@ func (m *Manager) Close(ctx context.Context) error {
 	})
 	<-m.janitorDone
 	<-m.sweepDone
-	m.hibernateAll(ctx)
+	start := time.Now()
+	saved := m.hibernateAll(ctx)
 	select {
 	case <-m.idle:
-		m.hibernateAll(ctx) // calls that ended after the first sweep
+		saved += m.hibernateAll(ctx) // calls that ended after the first sweep
 	case <-ctx.Done():
 	}
 	var all []*ws
@@ -861,8 +862,14 @@ func (m *Manager) Close(ctx context.Context) error {
 		all = append(all, w)
 	}
 	m.mu.Unlock()
+	lost := 0
 	for _, w := range all {
-		m.closeRunners(w.key, m.takeRunners(w))
+		rs := m.takeRunners(w)
+		lost += len(rs)
+		m.closeRunners(w.key, rs)
+	}
+	if saved+lost > 0 {
+		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
 	}
 	return ctx.Err()
 }
