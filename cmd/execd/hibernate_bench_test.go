@@ -210,15 +210,7 @@ func (d *benchDaemon) tool(token, name string, args map[string]any) map[string]a
 // waitRunning waits until principal a has n calls running.
 func (d *benchDaemon) waitRunning(b *testing.B, n int) {
 	for range 600 {
-		sc := d.tool(tokenA, "list_workspaces", map[string]any{})
-		ws, _ := sc["workspaces"].([]any)
-		running := 0
-		for _, w := range ws {
-			if e, _ := w.(map[string]any); e["running"] == true {
-				running++
-			}
-		}
-		if running >= n {
+		if running(d.tool(tokenA, "list_workspaces", map[string]any{})) >= n {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)

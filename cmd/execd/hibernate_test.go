@@ -17,11 +17,15 @@ import (
 	"execd/internal/worker"
 )
 
-// runLang calls execute_code in lang and returns structuredContent and
-// isError.
+// runLang calls execute_code in lang (in a new workspace when ws is empty)
+// and returns structuredContent and isError.
 func (c *mcp) runLang(ws, lang, code string) (map[string]any, bool) {
 	c.t.Helper()
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": ws}}, nil)
+	args := map[string]any{"code": code, "language": lang}
+	if ws != "" {
+		args["workspace"] = ws
+	}
+	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
 	res, ok := m["result"].(map[string]any)
 	if !ok {
 		c.t.Fatalf("execute_code %q: %v", code, m)

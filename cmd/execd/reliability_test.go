@@ -88,22 +88,27 @@ func TestOnePrincipalsLoopsLeaveAnotherAnswered(t *testing.T) {
 	}
 }
 
+// running counts the workspaces running a call in a list_workspaces
+// result.
+func running(sc map[string]any) int {
+	ws, _ := sc["workspaces"].([]any)
+	n := 0
+	for _, w := range ws {
+		if e, _ := w.(map[string]any); e["running"] == true {
+			n++
+		}
+	}
+	return n
+}
+
 // waitRunning waits until the principal of token has n calls running, as
 // list_workspaces says.
 func waitRunning(t *testing.T, url, token string, n int) {
 	t.Helper()
 	c := &mcp{t: t, url: url, token: token, modern: true}
 	for {
-		m := c.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil)
-		sc, _, _ := structured(m)
-		ws, _ := sc["workspaces"].([]any)
-		running := 0
-		for _, w := range ws {
-			if e, _ := w.(map[string]any); e["running"] == true {
-				running++
-			}
-		}
-		if running >= n {
+		sc, _, _ := structured(c.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil))
+		if running(sc) >= n {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -110,13 +110,7 @@ func nextCheckpointName(existing []CheckpointInfo) string {
 // With clone the notes ask for fresh random seeds on restore. The caller
 // holds w's turn.
 func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, clone bool) error {
-	m.mu.Lock()
-	rs := make(map[string]Runner, len(w.runners))
-	for l, r := range w.runners {
-		rs[l] = r
-	}
-	lastUsed := w.lastUsed
-	m.mu.Unlock()
+	rs, lastUsed := m.liveRunners(w)
 	withImage := noteSaved
 	if clone {
 		withImage = noteClone

@@ -85,13 +85,7 @@ func (m *Manager) claim(pick func(*ws) bool) []*ws {
 // (its state is lost). It returns how many interpreters were saved and why
 // the first one kept live could not be. The caller holds w's turn.
 func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (saved int, kept error) {
-	m.mu.Lock()
-	rs := make(map[string]Runner, len(w.runners))
-	for l, r := range w.runners {
-		rs[l] = r
-	}
-	lastUsed := w.lastUsed
-	m.mu.Unlock()
+	rs, lastUsed := m.liveRunners(w)
 	for lang, r := range rs {
 		err := ctx.Err()
 		var img Image
@@ -131,6 +125,17 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 		m.log.Debug("hibernated", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Int64("bytes", size))
 	}
 	return saved, kept
+}
+
+// liveRunners copies w's runners, and returns when it was last used.
+func (m *Manager) liveRunners(w *ws) (map[string]Runner, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := make(map[string]Runner, len(w.runners))
+	for l, r := range w.runners {
+		rs[l] = r
+	}
+	return rs, w.lastUsed
 }
 
 // releaseClaim releases a turn taken by claim or pickLRU.
