@@ -245,18 +245,7 @@ func (c *mcp) init() {
 // run calls execute_code and returns structuredContent and isError.
 func (c *mcp) run(ws, code string) (map[string]any, bool) {
 	c.t.Helper()
-	args := map[string]any{"code": code, "language": "javascript"}
-	if ws != "" {
-		args["workspace"] = ws
-	}
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	res, ok := m["result"].(map[string]any)
-	if !ok {
-		c.t.Fatalf("execute_code %q: %v", code, m)
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	isErr, _ := res["isError"].(bool)
-	return sc, isErr
+	return c.runLang(ws, "javascript", code)
 }
 
 func TestStateAcrossCallsBothEras(t *testing.T) {
@@ -298,11 +287,11 @@ func TestFilesSurviveRestart(t *testing.T) {
 	c2 := &mcp{t: t, url: d2.url}
 	c2.init()
 	sc, isErr = c2.run("notes", `fs.readFile("/workspace/note.txt") + "/" + typeof v`)
-	if isErr || sc["result"] != `"kept across restarts/undefined"` {
+	if isErr || sc["result"] != `"kept across restarts/number"` {
 		t.Fatalf("after restart: %v", sc)
 	}
-	if sc["status"] != "reset" {
-		t.Errorf("status %v after restart; want reset (interpreter state was lost)", sc["status"])
+	if sc["status"] != "ok" {
+		t.Errorf("status %v after restart; want ok (the interpreter was saved at the stop)", sc["status"])
 	}
 	d2.stop()
 }

@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -83,17 +82,29 @@ func run() int {
 	}
 
 	mgr, err := workspace.NewManager(workspace.Config{
-		DataDir:           cfg.Workspace.DataDir,
-		IdleTTL:           cfg.Workspace.IdleTTL.Duration,
-		MaxWorkspaces:     cfg.Workspace.MaxWorkspaces,
-		MaxDiskMiB:        cfg.Workspace.MaxDiskMiB,
-		MaxConcurrentRuns: cfg.Limits.MaxConcurrentRuns,
+		DataDir:             cfg.Workspace.DataDir,
+		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
+		IdleTTL:             cfg.Workspace.IdleTTL.Duration,
+		MaxWorkspaces:       cfg.Workspace.MaxWorkspaces,
+		MaxDiskMiB:          cfg.Workspace.MaxDiskMiB,
+		MaxConcurrentRuns:   cfg.Limits.MaxConcurrentRuns,
+		MaxRunsPerPrincipal: cfg.Limits.MaxRunsPerPrincipal,
+		// Idle workspaces are hibernated before the engine's budget is full,
+		// so that a guest's growth finds room.
+		MemoryBudget: engine.MemoryBudget() / 10 * 9,
 	}, engineFactory{engine}, log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
 		return 1
 	}
-	defer func() { _ = mgr.Close(context.Background()) }()
+	defer func() {
+		// Every live workspace is hibernated, within one more grace.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
+		defer cancel()
+		if err := mgr.Close(ctx); err != nil {
+			log.Warn("stopped before every workspace was saved", zap.Error(err))
+		}
+	}()
 
 	srv, err := frontend.New(frontend.Options{Config: cfg, Executor: mgr, Languages: engine.Languages(), Logger: log.Named("mcp")})
 	if err != nil {
@@ -106,12 +117,12 @@ func run() int {
 	defer signal.Stop(sigs)
 
 	if *stdio {
-		return serveStdio(srv, cfg, log, sigs)
+		return serveStdio(srv, mgr, cfg, log, sigs)
 	}
-	return serveHTTP(srv, cfg, log, sigs)
+	return serveHTTP(srv, mgr, cfg, log, sigs)
 }
 
-func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
+func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		log.Error("listen", zap.Error(err))
@@ -149,6 +160,7 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 				continue
 			}
 			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
+			mgr.Drain() // calls whose code has not started are answered now
 			done := make(chan struct{})
 			go func() {
 				// Stop accepting; in-flight handlers finish below.
@@ -172,7 +184,7 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 	}
 }
 
-func serveStdio(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
+func serveStdio(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), os.Stdin, os.Stdout) }()
 	for {
@@ -188,6 +200,7 @@ func serveStdio(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <
 				continue
 			}
 			log.Info("shutting down", zap.String("signal", sig.String()))
+			mgr.Drain()
 			grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
 			srv.Shutdown(grace)
 			cancel()
@@ -224,25 +237,6 @@ func prepareGuests(engine *worker.Engine, log *zap.Logger) int {
 		}
 	}
 	return 0
-}
-
-// engineFactory lets the workspace registry make workers.
-type engineFactory struct{ e *worker.Engine }
-
-func (f engineFactory) Languages() []string { return f.e.Languages() }
-
-// Ready is closed once lang's guest is compiled (worker.Engine.Ready):
-// until then a new interpreter waits for it.
-func (f engineFactory) Ready(lang string) <-chan struct{} { return f.e.Ready(lang) }
-
-func (f engineFactory) NewRunner(ctx context.Context, lang, dir string) (workspace.Runner, error) {
-	return f.e.NewWorker(ctx, lang, worker.WorkerOptions{Dir: dir})
-}
-
-// NewRunnerFS mounts the workspace's confined, quota-enforcing file system
-// (workspace.FSFactory), which the registry prefers over NewRunner.
-func (f engineFactory) NewRunnerFS(ctx context.Context, lang string, fsys sys.FS) (workspace.Runner, error) {
-	return f.e.NewWorker(ctx, lang, worker.WorkerOptions{FS: fsys})
 }
 
 func newLogger(c config.Log) (*zap.Logger, error) {

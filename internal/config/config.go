@@ -72,14 +72,17 @@ type Limits struct {
 	MaxMemoryMiB      int      `toml:"max_memory_mib"`
 	MaxTotalMemoryMiB int      `toml:"max_total_memory_mib"`
 	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
+	// MaxRunsPerPrincipal: 0 means max_concurrent_runs.
+	MaxRunsPerPrincipal int `toml:"max_runs_per_principal"`
 }
 
 // Workspace configures the workspace registry.
 type Workspace struct {
-	DataDir       string   `toml:"data_dir"`
-	IdleTTL       Duration `toml:"idle_ttl"`
-	MaxWorkspaces int      `toml:"max_workspaces"`
-	MaxDiskMiB    int      `toml:"max_disk_mib"`
+	DataDir        string   `toml:"data_dir"`
+	HibernateAfter Duration `toml:"hibernate_after"`
+	IdleTTL        Duration `toml:"idle_ttl"`
+	MaxWorkspaces  int      `toml:"max_workspaces"`
+	MaxDiskMiB     int      `toml:"max_disk_mib"`
 }
 
 // Sandbox configures the WebAssembly runtime.
@@ -120,10 +123,10 @@ func Default() Config {
 			MaxConcurrentRuns: runtime.NumCPU(),
 		},
 		Workspace: Workspace{
-			DataDir:       defaultStateDir(),
-			IdleTTL:       Duration{30 * time.Minute},
-			MaxWorkspaces: 256,
-			MaxDiskMiB:    1024,
+			DataDir:        defaultStateDir(),
+			HibernateAfter: Duration{5 * time.Minute},
+			MaxWorkspaces:  256,
+			MaxDiskMiB:     1024,
 		},
 		Sandbox: Sandbox{
 			StrictTermination: true,
@@ -231,6 +234,7 @@ func (c *Config) Validate() error {
 	nonNeg("protocol.session_idle_ttl", c.Protocol.SessionIdleTTL)
 	nonNeg("limits.request_timeout", c.Limits.RequestTimeout)
 	nonNeg("workspace.idle_ttl", c.Workspace.IdleTTL)
+	nonNeg("workspace.hibernate_after", c.Workspace.HibernateAfter)
 	nonNeg("sandbox.interrupt_grace", c.Sandbox.InterruptGrace)
 	if c.Protocol.ProgressHeartbeat.Duration < 100*time.Millisecond || c.Protocol.ProgressHeartbeat.Duration > 30*time.Second {
 		bad("protocol.progress_heartbeat", "must be between 100ms and 30s, got %s", c.Protocol.ProgressHeartbeat)
@@ -251,6 +255,9 @@ func (c *Config) Validate() error {
 		if !pythonModule.MatchString(m) {
 			bad("sandbox.python_preload", "%q is not a Python module name (e.g. \"json\", \"os.path\")", m)
 		}
+	}
+	if n := c.Limits.MaxRunsPerPrincipal; n < 0 || n > c.Limits.MaxConcurrentRuns {
+		bad("limits.max_runs_per_principal", "must be between 0 (= max_concurrent_runs) and max_concurrent_runs (%d), got %d", c.Limits.MaxConcurrentRuns, n)
 	}
 	if c.Workspace.DataDir == "" {
 		bad("workspace.data_dir", "must not be empty")

@@ -14,8 +14,19 @@ const (
 	NotFound
 	// Closed: the Manager is closed (the daemon is shutting down).
 	Closed
-	// StartFailed: a fresh interpreter for the workspace could not be made.
+	// StartFailed: a fresh interpreter for the workspace could not be made,
+	// or its files or saved state could not be changed.
 	StartFailed
+	// Exists: the checkpoint name or the fork's workspace id is taken.
+	Exists
+	// NotSaveable: an interpreter could not be saved for a checkpoint or a
+	// fork (it holds open files, or this build cannot save interpreters).
+	NotSaveable
+	// LimitReached: a per-workspace limit (checkpoints, disk quota) would
+	// be exceeded.
+	LimitReached
+	// Exhausted: the process is out of file descriptors.
+	Exhausted
 )
 
 func (c Code) String() string {
@@ -32,6 +43,14 @@ func (c Code) String() string {
 		return "closed"
 	case StartFailed:
 		return "start_failed"
+	case Exists:
+		return "exists"
+	case NotSaveable:
+		return "not_saveable"
+	case LimitReached:
+		return "limit_reached"
+	case Exhausted:
+		return "exhausted"
 	}
 	return "unknown"
 }
@@ -65,4 +84,7 @@ var (
 	ErrNotFound            = &Error{Code: NotFound, Msg: "workspace not found"}
 	ErrClosed              = &Error{Code: Closed, Msg: "execd is shutting down; the code did not run"}
 	ErrStartFailed         = &Error{Code: StartFailed, Msg: "could not start an interpreter"}
+	ErrExists              = &Error{Code: Exists, Msg: "already exists"}
+	ErrLimitReached        = &Error{Code: LimitReached, Msg: "limit reached"}
+	ErrExhausted           = &Error{Code: Exhausted, Msg: "out of file descriptors"}
 )

@@ -1,10 +1,14 @@
 package workspace
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,17 +23,31 @@ import (
 // fakeFactory makes fakeRunners, which understand a tiny language:
 //
 //	set K V    remember K=V          get K      value of K
-//	write F S  write S to file F     wait       block until released
-//	reset      report Reset itself
+//	write F S  write S to file F     read F     content of file F
+//	open F     keep F open (the runner then cannot be saved)   close
+//	rand       the next number of the runner's generator
+//	wait       block until released
+//	kill       end as a hard kill would (timeout, instance discarded)
+//	crash      end as a crash would (error, instance discarded)
+//	fresh      report a run on a replaced instance
+//
+// Its images are the variables and the generator's state in a small
+// checksummed text format; build tells images of another "guest build"
+// apart (ErrImageStale).
 type fakeFactory struct {
 	langs []string
+	build string
 
-	mu      sync.Mutex
-	live    int
-	maxLive int
-	made    int
-	order   []string // codes in the order runs started
-	newErr  error
+	mu        sync.Mutex
+	live      int
+	maxLive   int
+	made      int
+	restored  int
+	clones    int
+	order     []string // codes in the order runs started
+	newErr    error
+	compiling map[string]bool
+	maxMem    int // > 0: NewRunner and Restore fail with ErrMemoryBudget at this many live runners
 
 	running    atomic.Int32 // runs in flight across all runners
 	maxRunning atomic.Int32
@@ -42,21 +60,34 @@ func newFakeFactory(langs ...string) *fakeFactory {
 	if len(langs) == 0 {
 		langs = []string{"javascript"}
 	}
-	return &fakeFactory{langs: langs, started: make(chan string, 100), release: make(chan struct{}, 100)}
+	return &fakeFactory{langs: langs, build: "1", started: make(chan string, 100), release: make(chan struct{}, 100)}
 }
 
 func (f *fakeFactory) Languages() []string { return f.langs }
 
-func (f *fakeFactory) NewRunner(ctx context.Context, lang, dir string) (Runner, error) {
+func (f *fakeFactory) Compiling(lang string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.compiling[lang]
+}
+
+func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (Runner, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.newErr != nil {
 		return nil, f.newErr
 	}
+	if f.maxMem > 0 && f.live >= f.maxMem {
+		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
+	}
 	f.made++
+	return f.newLocked(lang, fsys, map[string]string{}, uint64(f.made)*7919), nil
+}
+
+func (f *fakeFactory) newLocked(lang string, fsys sys.FS, vars map[string]string, seed uint64) *fakeRunner {
 	f.live++
 	f.maxLive = max(f.maxLive, f.live)
-	return &fakeRunner{f: f, lang: lang, dir: dir, vars: map[string]string{}}, nil
+	return &fakeRunner{f: f, lang: lang, fsys: fsys, vars: vars, seed: seed}
 }
 
 func (f *fakeFactory) liveCount() int {
@@ -65,19 +96,80 @@ func (f *fakeFactory) liveCount() int {
 	return f.live
 }
 
+// fakeImage is a fakeRunner's saved state.
+type fakeImage struct {
+	Build string            `json:"build"`
+	Lang  string            `json:"lang"`
+	Vars  map[string]string `json:"vars"`
+	Seed  uint64            `json:"seed"`
+}
+
+func (img *fakeImage) Language() string { return img.Lang }
+
+const fakeMagic = "FAKEIMG1"
+
+func (img *fakeImage) WriteTo(w io.Writer) (int64, error) {
+	b, _ := json.Marshal(img)
+	n, err := fmt.Fprintf(w, "%s %08x %s\n", fakeMagic, crc32.ChecksumIEEE(b), b)
+	return int64(n), err
+}
+
+func (f *fakeFactory) ReadImage(r io.Reader) (Image, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageCorrupt, err)
+	}
+	parts := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
+	if len(parts) != 3 || parts[0] != fakeMagic {
+		return nil, fmt.Errorf("%w: bad header", ErrImageCorrupt)
+	}
+	if sum, err := strconv.ParseUint(parts[1], 16, 32); err != nil || uint32(sum) != crc32.ChecksumIEEE([]byte(parts[2])) {
+		return nil, fmt.Errorf("%w: checksum", ErrImageCorrupt)
+	}
+	img := &fakeImage{}
+	if err := json.Unmarshal([]byte(parts[2]), img); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrImageCorrupt, err)
+	}
+	return img, nil
+}
+
+func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone bool) (Runner, error) {
+	img := i.(*fakeImage)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if img.Build != f.build {
+		return nil, fmt.Errorf("%w: build %s, running %s", ErrImageStale, img.Build, f.build)
+	}
+	if f.maxMem > 0 && f.live >= f.maxMem {
+		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
+	}
+	f.restored++
+	seed := img.Seed
+	if clone {
+		f.clones++
+		seed = seed*31 + uint64(f.restored)*104729
+	}
+	vars := map[string]string{}
+	for k, v := range img.Vars {
+		vars[k] = v
+	}
+	return f.newLocked(img.Lang, fsys, vars, seed), nil
+}
+
 type fakeRunner struct {
 	f      *fakeFactory
 	lang   string
-	dir    string
 	fsys   sys.FS
 	vars   map[string]string
+	seed   uint64
+	open   sys.File
 	inRun  atomic.Int32
 	closed atomic.Bool
 }
 
-func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressSink) worker.Result {
+func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressSink) (worker.Result, Facts) {
 	if r.closed.Load() {
-		return worker.Result{Status: worker.StatusError, Stderr: "run on a closed runner"}
+		return worker.Result{Status: worker.StatusError, Stderr: "run on a closed runner"}, Facts{}
 	}
 	if r.inRun.Add(1) != 1 {
 		panic("concurrent Run on one runner")
@@ -96,31 +188,62 @@ func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressS
 	r.f.mu.Unlock()
 
 	res := worker.Result{Status: worker.StatusOK}
+	var facts Facts
+	set := func(v string) { res.Value = &v }
+	fail := func(msg string) { res.Status, res.Stderr = worker.StatusError, msg }
 	f := strings.Fields(code)
 	switch {
 	case len(f) == 3 && f[0] == "set":
 		r.vars[f[1]] = f[2]
 	case len(f) == 2 && f[0] == "get":
 		if v, ok := r.vars[f[1]]; ok {
-			res.Value = &v
+			set(v)
 		} else {
 			res.Status = worker.StatusError
 			res.Error = &worker.GuestError{Type: "ReferenceError", Message: f[1] + " is not defined"}
 		}
 	case len(f) == 3 && f[0] == "write":
-		if r.fsys != nil {
-			file, errno := r.fsys.OpenFile(f[1], sys.O_RDWR|sys.O_CREAT|sys.O_TRUNC, 0o600)
-			if errno == 0 {
-				_, errno = file.Write([]byte(f[2]))
-				file.Close()
-			}
-			if errno != 0 {
-				res.Status = worker.StatusError
-				res.Stderr = errno.Error()
-			}
-		} else if err := os.WriteFile(filepath.Join(r.dir, f[1]), []byte(f[2]), 0o600); err != nil {
-			res.Status = worker.StatusError
+		file, errno := r.fsys.OpenFile(f[1], sys.O_RDWR|sys.O_CREAT|sys.O_TRUNC, 0o600)
+		if errno == 0 {
+			_, errno = file.Write([]byte(f[2]))
+			file.Close()
 		}
+		if errno != 0 {
+			fail(errno.Error())
+		}
+	case len(f) == 3 && f[0] == "append":
+		file, errno := r.fsys.OpenFile(f[1], sys.O_WRONLY|sys.O_APPEND, 0)
+		if errno == 0 {
+			_, errno = file.Write([]byte(f[2]))
+			file.Close()
+		}
+		if errno != 0 {
+			fail(errno.Error())
+		}
+	case len(f) == 2 && f[0] == "read":
+		file, errno := r.fsys.OpenFile(f[1], sys.O_RDONLY, 0)
+		if errno != 0 {
+			fail(errno.Error())
+			break
+		}
+		buf := make([]byte, 1<<20)
+		k, _ := file.Read(buf)
+		file.Close()
+		set(string(buf[:k]))
+	case len(f) == 2 && f[0] == "open":
+		file, errno := r.fsys.OpenFile(f[1], sys.O_RDWR|sys.O_CREAT, 0o600)
+		if errno != 0 {
+			fail(errno.Error())
+		}
+		r.open = file
+	case code == "close":
+		if r.open != nil {
+			r.open.Close()
+			r.open = nil
+		}
+	case code == "rand":
+		r.seed = r.seed*6364136223846793005 + 1442695040888963407
+		set(strconv.FormatUint(r.seed>>33, 10))
 	case len(f) >= 1 && f[0] == "wait":
 		r.f.started <- code
 		select {
@@ -128,33 +251,53 @@ func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressS
 		case <-ctx.Done():
 			res.Status = worker.StatusInterrupted
 		}
-	case code == "reset":
+	case code == "kill":
+		res.Status = worker.StatusTimeout
 		res.Reset = true
+		facts.Discarded = ReasonKilled
+	case code == "crash":
+		res.Status = worker.StatusError
+		res.Error = &worker.GuestError{Type: "SandboxCrash", Message: "crashed"}
+		res.Reset = true
+		facts.Discarded = ReasonCrashed
+	case code == "fresh":
 		res.Status = worker.StatusReset
+		res.Reset = true
+		facts.Fresh = true
 	}
-	return res
+	return res, facts
 }
+
+func (r *fakeRunner) Snapshot(ctx context.Context) (Image, error) {
+	if r.closed.Load() {
+		return nil, errors.New("snapshot of a closed runner")
+	}
+	if r.open != nil {
+		return nil, fmt.Errorf("%w: a file is open", ErrNotSaveable)
+	}
+	vars := map[string]string{}
+	for k, v := range r.vars {
+		vars[k] = v
+	}
+	r.f.mu.Lock()
+	build := r.f.build
+	r.f.mu.Unlock()
+	return &fakeImage{Build: build, Lang: r.lang, Vars: vars, Seed: r.seed}, nil
+}
+
+func (r *fakeRunner) MemoryBytes() int64 { return 1 << 20 }
 
 func (r *fakeRunner) Close() error {
 	if r.closed.Swap(true) {
 		return errors.New("closed twice")
 	}
+	if r.open != nil {
+		r.open.Close()
+	}
 	r.f.mu.Lock()
 	r.f.live--
 	r.f.mu.Unlock()
 	return nil
-}
-
-// fakeFSFactory mounts the Manager's QuotaFS.
-type fakeFSFactory struct{ *fakeFactory }
-
-func (f fakeFSFactory) NewRunnerFS(ctx context.Context, lang string, fsys sys.FS) (Runner, error) {
-	r, err := f.NewRunner(ctx, lang, "")
-	if err != nil {
-		return nil, err
-	}
-	r.(*fakeRunner).fsys = fsys
-	return r, nil
 }
 
 // sink records progress messages and signals each one.
@@ -191,13 +334,25 @@ func newTestManager(t *testing.T, cfg Config, f Factory) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		if t.Failed() {
+			cancel() // a failed test may have left a turn held: do not wait for it
+		}
+		m.Close(ctx)
+		cancel()
+	})
 	return m
 }
 
 func run(t *testing.T, m *Manager, principal, id, code string) Outcome {
 	t.Helper()
-	out, err := m.Run(context.Background(), Request{Principal: principal, Workspace: id, Language: "javascript", Code: code})
+	return runLang(t, m, principal, id, "javascript", code)
+}
+
+func runLang(t *testing.T, m *Manager, principal, id, lang, code string) Outcome {
+	t.Helper()
+	out, err := m.Run(context.Background(), Request{Principal: principal, Workspace: id, Language: lang, Code: code})
 	if err != nil {
 		t.Fatalf("Run(%q, %q): %v", id, code, err)
 	}

@@ -1,6 +1,7 @@
 // Package workspace keeps the workspaces of execd: a client-named (or
 // generated) id, scoped by principal, that owns a directory of files and one
-// interpreter per language whose state lives from call to call.
+// interpreter per language whose state lives from call to call — in memory
+// while the workspace is in use, in an image on disk while it hibernates.
 //
 // Concurrency contract: a Manager is safe for concurrent use; calls to one
 // workspace run one at a time in arrival order, calls to different workspaces
@@ -14,63 +15,51 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/tetratelabs/wazero/experimental/sys"
 	"go.uber.org/zap"
 
 	"execd/internal/worker"
 )
 
-// Runner is one interpreter instance; a *worker.Worker satisfies it. The
-// Manager never calls Run concurrently on one Runner.
-type Runner interface {
-	Run(ctx context.Context, code string, sink worker.ProgressSink) worker.Result
-	Close() error
-}
-
-// Factory makes Runners.
-type Factory interface {
-	// Languages lists the canonical names of the languages offered.
-	Languages() []string
-	// NewRunner makes a fresh interpreter for lang with the host directory
-	// dir mounted at /workspace.
-	NewRunner(ctx context.Context, lang string, dir string) (Runner, error)
-}
-
-// FSFactory is a Factory that can mount a file system the Manager provides.
-// When the Factory implements it, the Manager passes each workspace's
-// [QuotaFS] (confined to the workspace directory, quota
-// Config.MaxDiskMiB, shared by all the workspace's runners) instead of the
-// bare directory, and explains refused writes in the run's stderr.
-type FSFactory interface {
-	Factory
-	NewRunnerFS(ctx context.Context, lang string, fsys sys.FS) (Runner, error)
-}
-
 // Config sets the Manager's limits. Zero values are documented per field.
 type Config struct {
-	// DataDir is the root of all workspace directories:
-	// DataDir/<principal>/<id>/, created 0700. Required.
+	// DataDir is the root of all workspace directories and images (the
+	// layout is in store.go), created 0700. Required.
 	DataDir string
-	// IdleTTL closes a workspace's interpreters after it has been idle this
-	// long; its files stay. Zero means never.
+	// HibernateAfter saves an idle workspace's interpreters to disk and
+	// closes them once it has been idle this long; its next call restores
+	// them. Zero means never.
+	HibernateAfter time.Duration
+	// IdleTTL drops a workspace's interpreter state, live or saved, once it
+	// has been idle this long; files stay, and the next call says reset
+	// (ReasonIdleTTL). Zero means never.
 	IdleTTL time.Duration
 	// MaxWorkspaces caps live interpreters (runners, one per workspace and
-	// language). Making one beyond the cap first evicts the least recently
-	// used idle workspaces; a running workspace is never evicted, so the cap
-	// can be exceeded while every live one is busy. Zero means unlimited.
+	// language). Making one beyond the cap first hibernates the least
+	// recently used idle workspaces (an interpreter that cannot be saved is
+	// dropped: ReasonEvicted); a running workspace is never touched, so the
+	// cap can be exceeded while every live one is busy. Zero means
+	// unlimited.
 	MaxWorkspaces int
-	// MaxDiskMiB is the per-workspace disk quota, enforced when the Factory
-	// is an FSFactory. Zero means unlimited.
+	// MaxDiskMiB is the per-workspace disk quota. Zero means unlimited.
 	MaxDiskMiB int
 	// MaxConcurrentRuns caps runs in flight across all workspaces; further
 	// runs wait (they are never rejected). Zero means runtime.NumCPU().
 	MaxConcurrentRuns int
+	// MaxRunsPerPrincipal caps the runs one principal has in flight. A
+	// principal with no run in flight is let in whatever the caps, so that
+	// one principal's endless loops never lock the others out. Zero means
+	// MaxConcurrentRuns.
+	MaxRunsPerPrincipal int
+	// MemoryBudget bounds the memory of the live interpreters together:
+	// beyond it, idle workspaces are hibernated, least recently used first,
+	// after each run and on Reclaim. Zero means no budget.
+	MemoryBudget int64
 }
 
 // Request is one call to run code.
@@ -88,37 +77,48 @@ type Request struct {
 // Outcome is what Run produced.
 type Outcome struct {
 	Workspace string // the id used (generated when Request.Workspace was empty)
-	Result    worker.Result
+	// Result is the run's result with Status and Reset as the workspace
+	// decided them: Reset when the interpreter's earlier state is gone
+	// (Status reset when the code itself ran fine).
+	Result worker.Result
+	// ResetReason says why, when Result.Reset; empty otherwise.
+	ResetReason ResetReason
+	// Restored reports that the run began on an interpreter restored from
+	// disk (after hibernation, a restart, a checkpoint's restore or a fork).
+	Restored bool
+	// BudgetExceeded reports that the daemon-wide memory budget refused the
+	// guest memory during the run: an out of memory may be the daemon's, and
+	// idle workspaces were hibernated to make room for a retry.
+	BudgetExceeded bool
+	// DiskFull reports that writes to /workspace failed during the run
+	// because the workspace's disk quota, DiskQuotaBytes, is used up.
+	DiskFull       bool
+	DiskQuotaBytes int64
 }
 
-// Info describes one workspace for List.
-type Info struct {
-	ID        string
-	Languages []string  // languages with a live interpreter, sorted
-	Live      bool      // has at least one live interpreter
-	Running   bool      // a call is running in it now
-	LastUsed  time.Time // last call's end; the directory's mtime when not live
-	DiskBytes int64     // usage as the quota counts it
-}
-
-type key struct{ principal, id string }
+// key names a workspace: its principal's directory name (principalDir,
+// one-to-one with principals) and its id, so that what is found on disk
+// maps to the same key as what a call names.
+type key struct{ pdir, id string }
 
 // ws is one workspace known in memory. A record exists while it has live
 // runners or calls holding or awaiting its turn; otherwise it is dropped and
-// the workspace lives on disk only. Fields are guarded by Manager.mu.
+// the workspace lives on disk only (its files and state directory). Fields
+// are guarded by Manager.mu; the files and the state directory are changed
+// only by the holder of the turn.
 type ws struct {
-	key key
-	dir string
+	key   key
+	dir   string // the files
+	state string // the state directory (images, notes, checkpoints)
 
 	refs    int        // calls that hold a pointer to this record
-	busy    bool       // a call holds the turn
+	busy    bool       // a call (or hibernation) holds the turn
 	waiters *list.List // of *waiter, FIFO
 	running bool       // a Runner.Run is in progress
 
-	prepared bool // the directory was checked/created by a turn holder
-	fromDisk bool // existed on disk before this record: state was lost
-	runners  map[string]Runner
-	had      map[string]bool // languages that had a runner in this record's life
+	ready    bool              // the directories were checked by a turn holder
+	runners  map[string]Runner // live interpreters by language
+	mem      map[string]int64  // their memory after their last run
 	fs       *QuotaFS
 	lastUsed time.Time
 }
@@ -132,25 +132,33 @@ type waiter struct {
 type Manager struct {
 	cfg   Config
 	f     Factory
-	fsf   FSFactory // f as an FSFactory, or nil
 	langs languages
 	log   *zap.Logger
-	slots chan struct{}
+	slots *runSlots
+	start time.Time
 
-	mu     sync.Mutex
-	wss    map[key]*ws
-	live   int // live runners
-	closed bool
-	active int           // calls holding a turn
-	idle   chan struct{} // closed once closed && active == 0
+	mu       sync.Mutex
+	wss      map[key]*ws
+	live     int // live runners
+	closed   bool
+	draining bool
+	drained  chan struct{} // closed by Drain
+	active   int           // calls (and hibernations) holding a turn
+	idle     chan struct{} // closed once closed && active == 0
+
+	fds fdWatch
 
 	stop        chan struct{}
 	janitorDone chan struct{}
+	sweepDone   chan struct{}
 	closeOnce   sync.Once
+	drainOnce   sync.Once
 }
 
-// NewManager creates the data directory and starts the idle janitor (when
-// IdleTTL > 0). Close the Manager to stop it.
+// NewManager creates the data directory and starts the janitor (when
+// HibernateAfter or IdleTTL is set) and a sweep of what interrupted writes
+// left on disk. Nothing on disk is read at start: workspaces and their
+// images are found when used. Close the Manager to stop it.
 func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("workspace: DataDir is required")
@@ -158,7 +166,8 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	if f == nil {
 		return nil, errors.New("workspace: nil Factory")
 	}
-	if cfg.MaxWorkspaces < 0 || cfg.MaxDiskMiB < 0 || cfg.MaxConcurrentRuns < 0 || cfg.IdleTTL < 0 {
+	if cfg.MaxWorkspaces < 0 || cfg.MaxDiskMiB < 0 || cfg.MaxConcurrentRuns < 0 || cfg.MaxRunsPerPrincipal < 0 ||
+		cfg.IdleTTL < 0 || cfg.HibernateAfter < 0 || cfg.MemoryBudget < 0 {
 		return nil, errors.New("workspace: limits must not be negative")
 	}
 	if log == nil {
@@ -167,61 +176,78 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("workspace: data dir: %w", err)
 	}
-	n := cfg.MaxConcurrentRuns
-	if n == 0 {
-		n = runtime.NumCPU()
+	for _, l := range f.Languages() {
+		if !safeLanguage(l) {
+			return nil, fmt.Errorf("workspace: language name %q is not a safe file name", l)
+		}
 	}
 	m := &Manager{
 		cfg:         cfg,
 		f:           f,
 		langs:       newLanguages(f.Languages()),
 		log:         log,
-		slots:       make(chan struct{}, n),
+		slots:       newRunSlots(cfg.MaxConcurrentRuns, cfg.MaxRunsPerPrincipal),
+		start:       time.Now(),
 		wss:         map[key]*ws{},
+		drained:     make(chan struct{}),
 		idle:        make(chan struct{}),
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
+		sweepDone:   make(chan struct{}),
 	}
-	m.fsf, _ = f.(FSFactory)
-	if cfg.IdleTTL > 0 {
+	m.fds.log = log
+	if cfg.HibernateAfter > 0 || cfg.IdleTTL > 0 {
 		go m.janitor()
 	} else {
 		close(m.janitorDone)
 	}
+	go func() {
+		defer close(m.sweepDone)
+		// File times come from a coarse clock: only what is clearly older
+		// than this Manager is another process's leftover.
+		if n := sweepTemps(cfg.DataDir, m.start.Add(-time.Second)); n > 0 {
+			log.Info("removed what interrupted writes left", zap.Int("entries", n))
+		}
+	}()
 	return m, nil
 }
 
 // Languages lists the languages the Manager can run.
 func (m *Manager) Languages() []string { return m.langs.offered() }
 
-func (m *Manager) principalPath(principal string) (string, error) {
-	p, err := principalDir(principal)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(m.cfg.DataDir, p), nil
-}
-
 // ref finds or makes the record of (principal, id) and takes a reference.
-func (m *Manager) ref(principal, id string) (*ws, error) {
-	pdir, err := m.principalPath(principal)
+func (m *Manager) ref(principal, id string, run bool) (*ws, error) {
+	pdir, err := principalDir(principal)
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
+	if m.closed || m.draining {
+		return nil, closedError(run)
 	}
-	k := key{principal, id}
+	return m.refLocked(key{pdir, id}), nil
+}
+
+// refLocked finds or makes the record of k and takes a reference.
+func (m *Manager) refLocked(k key) *ws {
 	w := m.wss[k]
 	if w == nil {
-		w = &ws{key: k, dir: filepath.Join(pdir, id), waiters: list.New(),
-			runners: map[string]Runner{}, had: map[string]bool{}}
+		pdir := filepath.Join(m.cfg.DataDir, k.pdir)
+		w = &ws{key: k, dir: filepath.Join(pdir, k.id), state: filepath.Join(pdir, stateDirName, k.id),
+			waiters: list.New(), runners: map[string]Runner{}, mem: map[string]int64{}}
 		m.wss[k] = w
 	}
 	w.refs++
-	return w, nil
+	return w
+}
+
+// closedError is what calls get once the Manager drains or is closed.
+func closedError(run bool) *Error {
+	if run {
+		return ErrClosed
+	}
+	return &Error{Code: Closed, Msg: "execd is shutting down; nothing was changed"}
 }
 
 // unref drops a reference and forgets the record when nothing needs it.
@@ -267,9 +293,9 @@ func (q *queued) report(msg string) {
 	q.sink.Progress(0, 0, "queued: "+msg)
 }
 
-// acquireTurn waits, FIFO, until w is free or ctx ends. A cancelled waiter
-// leaves the queue at once.
-func (m *Manager) acquireTurn(ctx context.Context, w *ws, q *queued) error {
+// acquireTurn waits, FIFO, until w is free, ctx ends or the Manager drains.
+// A waiter that gives up leaves the queue at once.
+func (m *Manager) acquireTurn(ctx context.Context, w *ws, q *queued, run bool) error {
 	m.mu.Lock()
 	if !w.busy {
 		w.busy = true
@@ -283,35 +309,63 @@ func (m *Manager) acquireTurn(ctx context.Context, w *ws, q *queued) error {
 	m.mu.Unlock()
 
 	q.report(fmt.Sprintf("workspace %s is busy with another call (%d ahead)", w.key.id, ahead))
+	var err error
 	select {
 	case <-wt.ready:
-		return nil
-	case <-ctx.Done():
 		m.mu.Lock()
-		if wt.handed { // lost the race: the turn is ours, pass it on
-			m.mu.Unlock()
-			m.releaseTurn(w)
-		} else {
-			w.waiters.Remove(e)
-			m.mu.Unlock()
+		draining := m.draining
+		m.mu.Unlock()
+		if !draining {
+			return nil
 		}
-		return ctx.Err()
+		m.releaseTurn(w)
+		return closedError(run)
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-m.drained:
+		err = closedError(run)
 	}
+	m.mu.Lock()
+	if wt.handed { // lost the race: the turn is ours, pass it on
+		m.mu.Unlock()
+		m.releaseTurn(w)
+	} else {
+		w.waiters.Remove(e)
+		m.mu.Unlock()
+	}
+	return err
 }
 
-// releaseTurn hands the turn to the next waiter or frees the workspace.
+// tryTurnLocked takes w's turn if it is free, for work of the Manager's own
+// (hibernation, expiry). Callers hold m.mu and release with releaseTurn.
+func (m *Manager) tryTurnLocked(w *ws) bool {
+	if w.busy {
+		return false
+	}
+	w.busy = true
+	m.active++
+	return true
+}
+
+// releaseTurn hands the turn to the next waiter or frees the workspace; a
+// workspace left free gives back the descriptors its file system holds.
 func (m *Manager) releaseTurn(w *ws) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if e := w.waiters.Front(); e != nil {
 		wt := w.waiters.Remove(e).(*waiter)
 		wt.handed = true
 		close(wt.ready)
+		m.mu.Unlock()
 		return // active count carries over to the next holder
 	}
 	w.busy = false
+	fsys := w.fs
 	m.active--
 	m.signalIdleLocked()
+	m.mu.Unlock()
+	if fsys != nil {
+		fsys.Release()
+	}
 }
 
 func (m *Manager) signalIdleLocked() {
@@ -324,30 +378,12 @@ func (m *Manager) signalIdleLocked() {
 	}
 }
 
-// acquireSlot waits for one of the MaxConcurrentRuns run slots.
-func (m *Manager) acquireSlot(ctx context.Context, q *queued) error {
-	select {
-	case m.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	q.report(fmt.Sprintf("all %d run slots are busy; waiting for one", cap(m.slots)))
-	select {
-	case m.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (m *Manager) releaseSlot() { <-m.slots }
-
 // Run runs req.Code in the workspace, creating the workspace (and its
-// directory) if needed. It waits, cancellably, for the workspace's earlier
-// calls and for a run slot, reporting "queued" through req.Sink when it has
-// to. A Result from a fresh interpreter in a workspace that had state is
-// marked Reset. Errors are *Error, or ctx's error when ctx ended while
-// waiting (then nothing ran).
+// directory) if needed and restoring its interpreter from disk if it
+// hibernates. It waits, cancellably, for the workspace's earlier calls and
+// for a run slot, reporting "queued" through req.Sink when it has to. The
+// Outcome says whether earlier state was lost and why. Errors are *Error,
+// or ctx's error when ctx ended while waiting (then nothing ran).
 func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 	id := req.Workspace
 	if id == "" {
@@ -360,35 +396,44 @@ func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	w, err := m.ref(req.Principal, id)
+	w, err := m.ref(req.Principal, id, true)
 	if err != nil {
 		return out, err
 	}
 	defer m.unref(w)
+	err = m.runTurn(ctx, w, lang, req, &out)
+	m.fitMemory()
+	if out.BudgetExceeded {
+		// Room for the retry: half of what is idle, least recently used first.
+		m.Reclaim(m.Health().MemoryBytes / 2)
+	}
+	return out, err
+}
 
+func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, out *Outcome) error {
 	q := &queued{sink: req.Sink}
-	if err := m.acquireTurn(ctx, w, q); err != nil {
-		return out, err
+	if err := m.acquireTurn(ctx, w, q, true); err != nil {
+		return err
 	}
 	defer m.releaseTurn(w)
-	if err := m.acquireSlot(ctx, q); err != nil {
-		return out, err
+	if err := m.slots.acquire(ctx, w.key.pdir, q, m.drained); err != nil {
+		return err
 	}
-	defer m.releaseSlot()
+	defer m.slots.release(w.key.pdir)
 
-	r, fresh, err := m.runner(ctx, w, lang)
+	fsys, err := m.prepare(w)
 	if err != nil {
-		return out, err
+		return err
 	}
-	var refused int64
+	r, start, err := m.open(ctx, w, lang, req.Sink)
+	if err != nil {
+		return err
+	}
+	refused := fsys.Refused()
 	m.mu.Lock()
 	w.running = true
 	w.lastUsed = time.Now()
-	fsys := w.fs
 	m.mu.Unlock()
-	if fsys != nil {
-		refused = fsys.Refused()
-	}
 
 	runCtx := ctx
 	if req.Timeout > 0 {
@@ -396,116 +441,274 @@ func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	res := r.Run(runCtx, req.Code, req.Sink)
+	res, facts := r.Run(runCtx, req.Code, req.Sink)
+	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
+	out.BudgetExceeded = facts.BudgetExceeded
+	out.Restored = start.restored
 
-	if fresh {
-		res.Reset = true
-		if res.Status == worker.StatusOK {
-			res.Status = worker.StatusReset
-		}
-	}
-	if fsys != nil && fsys.Refused() > refused {
-		res.Stderr += fmt.Sprintf("\n[execd] the workspace's disk quota (%d MiB) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.\n", m.cfg.MaxDiskMiB)
+	if fsys.Refused() > refused {
+		out.DiskFull = true
+		out.DiskQuotaBytes = int64(m.cfg.MaxDiskMiB) << 20
+		// Kept until the front end words Outcome.DiskFull itself.
+		out.Result.Stderr += fmt.Sprintf("\n[execd] the workspace's disk quota (%d MiB) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.\n", m.cfg.MaxDiskMiB)
 	}
 	m.mu.Lock()
 	w.running = false
 	w.lastUsed = time.Now()
-	closing := m.closed
 	m.mu.Unlock()
-	if closing {
-		m.dropRunners(w, false)
-	}
-	out.Result = res
-	return out, nil
+	return nil
 }
 
-// runner returns w's runner for lang, making one if needed. fresh reports a
-// new runner in a workspace that had state before (evicted, killed for good,
-// or from before a restart). The caller holds w's turn.
-func (m *Manager) runner(ctx context.Context, w *ws, lang string) (Runner, bool, error) {
+// prepare makes sure the workspace's directories exist and its file system
+// is open, and returns it. The caller holds w's turn.
+func (m *Manager) prepare(w *ws) (*QuotaFS, error) {
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, false, ErrClosed
-	}
-	if r := w.runners[lang]; r != nil {
-		m.mu.Unlock()
-		return r, false, nil
-	}
-	prepared := w.prepared
+	ready, fsys := w.ready, w.fs
 	m.mu.Unlock()
-
-	if !prepared {
-		fromDisk, err := prepareDir(w.dir)
-		if err != nil {
+	if !ready {
+		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+			if e := m.fds.check(err); e != nil {
+				return nil, e
+			}
 			m.log.Error("workspace directory", zap.String("workspace", w.key.id), zap.Error(err))
-			return nil, false, &Error{Code: StartFailed, Msg: "could not create the workspace's directory", Err: err}
+			return nil, &Error{Code: StartFailed, Msg: "could not create the workspace's directory", Err: err}
 		}
 		m.mu.Lock()
-		w.prepared, w.fromDisk = true, fromDisk
+		w.ready = true
 		m.mu.Unlock()
 	}
+	if fsys == nil {
+		var err error
+		if fsys, err = newQuotaFS(w.dir, int64(m.cfg.MaxDiskMiB)<<20); err != nil {
+			if e := m.fds.check(err); e != nil {
+				return nil, e
+			}
+			return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
+		}
+		m.mu.Lock()
+		w.fs = fsys
+		m.mu.Unlock()
+	}
+	if err := fsys.Acquire(); err != nil {
+		if e := m.fds.check(err); e != nil {
+			return nil, e
+		}
+		return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
+	}
+	return fsys, nil
+}
 
+// prepareDirs makes the files directory and the state directory (0700) of
+// a workspace if missing. A files directory without a state directory is a
+// workspace of an execd that kept no images: its interpreters' state was
+// lost with that process, and every language's note says so.
+func prepareDirs(dir, state string, langs []string) error {
+	_, err := os.Stat(state)
+	stateExists := err == nil
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case err != nil:
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	case !stateExists:
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			return err
+		}
+		for _, l := range langs {
+			if err := writeNote(state, l, note(ReasonRestarted)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return os.MkdirAll(state, 0o700)
+}
+
+// start is how a run's interpreter began.
+type start struct {
+	restored bool        // restored from an image
+	lost     ResetReason // this language's earlier state was lost, and why
+}
+
+// open returns w's runner for lang: the live one, else one restored from
+// the language's image, else a fresh one; start says which, and whether
+// earlier state was lost. The caller holds w's turn. This and settle are
+// the state model (RATIONALE.md, "What is the state model?").
+func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.ProgressSink) (Runner, start, error) {
+	m.mu.Lock()
+	r, fsys := w.runners[lang], w.fs
+	m.mu.Unlock()
+	if r != nil {
+		return r, start{}, nil
+	}
+	if sink != nil && m.f.Compiling(lang) {
+		sink.Progress(0, 0, "waiting for the "+lang+" guest to compile")
+	}
 	m.makeRoom(1)
 
-	m.mu.Lock()
-	fresh := w.had[lang] || w.fromDisk
-	fsys := w.fs
-	m.mu.Unlock()
-
-	var r Runner
-	var err error
-	if m.fsf != nil {
-		if fsys == nil {
-			if fsys, err = newQuotaFS(w.dir, int64(m.cfg.MaxDiskMiB)<<20); err != nil {
-				return nil, false, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
+	var st start
+	n := readNote(w.state, lang)
+	switch {
+	case n.hasImage():
+		var err error
+		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w.state, lang, fsys, n == noteClone) })
+		if err != nil {
+			reason := imageReason(err)
+			if reason == "" {
+				if e := m.fds.check(err); e != nil {
+					return nil, st, e
+				}
+				m.log.Warn("restore", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
+				return nil, st, &Error{Code: StartFailed, Msg: fmt.Sprintf("could not restore the %s interpreter: %v", lang, err), Err: err}
 			}
-			m.mu.Lock()
-			w.fs = fsys
-			m.mu.Unlock()
+			m.log.Warn("saved interpreter unusable; starting fresh", zap.String("workspace", w.key.id),
+				zap.String("language", lang), zap.String("reason", string(reason)), zap.Error(err))
+			st.lost = reason
+		} else {
+			st.restored = true
 		}
-		r, err = m.fsf.NewRunnerFS(ctx, lang, fsys)
-	} else {
-		r, err = m.f.NewRunner(ctx, lang, w.dir)
+	case n == noteLive:
+		st.lost = ReasonRestarted
+	case n != noteNone:
+		st.lost = ResetReason(n)
 	}
-	if err != nil {
-		m.log.Warn("new runner", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
-		return nil, false, &Error{Code: StartFailed, Msg: fmt.Sprintf("could not start a %s interpreter: %v", lang, err), Err: err}
+	if r == nil {
+		var err error
+		if r, err = m.newRunner(ctx, lang, fsys); err != nil {
+			if e := m.fds.check(err); e != nil {
+				return nil, st, e
+			}
+			m.log.Warn("new runner", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
+			return nil, st, &Error{Code: StartFailed, Msg: fmt.Sprintf("could not start a %s interpreter: %v", lang, err), Err: err}
+		}
+	}
+	// The note says "live" before the image goes: a crash in between is
+	// then a reset (restarted), never an older state passed off as current.
+	if err := writeNote(w.state, lang, noteLive); err != nil {
+		m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
+	}
+	if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
+		m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
 	}
 	m.mu.Lock()
 	w.runners[lang] = r
-	w.had[lang] = true
+	w.mem[lang] = r.MemoryBytes()
 	m.live++
 	m.mu.Unlock()
-	return r, fresh, nil
+	return r, st, nil
 }
 
-// prepareDir makes dir (0700) if missing and reports whether it existed.
-func prepareDir(dir string) (existed bool, err error) {
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return false, fmt.Errorf("%s is not a directory", dir)
+// newRunner makes a fresh runner, making room in the memory budget if
+// needed.
+func (m *Manager) newRunner(ctx context.Context, lang string, fsys *QuotaFS) (Runner, error) {
+	return m.withRoom(func() (Runner, error) { return m.f.NewRunner(ctx, lang, fsys) })
+}
+
+// withRoom calls make until it does not fail for want of memory budget,
+// hibernating the least recently used idle workspace before each retry,
+// as long as there is one.
+func (m *Manager) withRoom(make func() (Runner, error)) (Runner, error) {
+	for {
+		r, err := make()
+		if err == nil || !errors.Is(err, ErrMemoryBudget) {
+			return r, err
 		}
-		return true, nil
+		w := m.pickLRU()
+		if w == nil {
+			return nil, err
+		}
+		m.hibernate(context.Background(), w, ReasonEvicted)
+		m.releaseClaim(w)
 	}
-	return false, os.MkdirAll(dir, 0o700)
 }
 
-// dropRunners closes w's runners (and file system) and forgets them. With
-// forget, w no longer remembers it had state (explicit reset or delete).
-func (m *Manager) dropRunners(w *ws, forget bool) {
+// restoreImage reads lang's image and restores a runner from it.
+func (m *Manager) restoreImage(ctx context.Context, state, lang string, fsys *QuotaFS, clone bool) (Runner, error) {
+	img, err := readImage(m.f, state, lang)
+	if err != nil {
+		return nil, err
+	}
+	if img.Language() != lang {
+		return nil, fmt.Errorf("%w: the image is of %s, not %s", ErrImageCorrupt, img.Language(), lang)
+	}
+	return m.f.Restore(ctx, img, fsys, clone)
+}
+
+// imageReason classifies an error of ReadImage or Restore: the reason the
+// image cannot be used, or "" for other failures (then it is kept).
+func imageReason(err error) ResetReason {
+	switch {
+	case errors.Is(err, ErrImageStale):
+		return ReasonImageStale
+	case errors.Is(err, ErrImageCorrupt):
+		return ReasonImageCorrupt
+	}
+	return ""
+}
+
+// settle decides what a run means for the workspace's state and returns
+// the result as the user sees it: Reset (and Status reset for code that ran
+// fine) when this language's earlier state is gone — lost before the run
+// (start.lost), or with the instance the run used (Facts.Discarded, which
+// closes the runner: the next run starts fresh and says so too, for a
+// client that never saw this answer). The caller holds w's turn.
+func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Result, facts Facts) (worker.Result, ResetReason) {
+	reason := st.lost
+	if facts.Fresh && reason == "" {
+		reason = ReasonCrashed
+	}
+	if facts.Discarded != "" {
+		reason = facts.Discarded
+		m.closeRunner(w, lang, r)
+		if err := writeNote(w.state, lang, note(facts.Discarded)); err != nil {
+			m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
+		}
+	} else {
+		mem := r.MemoryBytes()
+		m.mu.Lock()
+		if w.runners[lang] == r {
+			w.mem[lang] = mem
+		}
+		m.mu.Unlock()
+	}
+	res.Reset = reason != ""
+	switch {
+	case res.Reset && res.Status == worker.StatusOK:
+		res.Status = worker.StatusReset
+	case !res.Reset && res.Status == worker.StatusReset:
+		res.Status = worker.StatusOK
+	}
+	return res, reason
+}
+
+// closeRunner forgets and closes w's runner for lang, if it is still r.
+func (m *Manager) closeRunner(w *ws, lang string, r Runner) {
 	m.mu.Lock()
+	if w.runners[lang] != r {
+		m.mu.Unlock()
+		return
+	}
+	delete(w.runners, lang)
+	delete(w.mem, lang)
+	m.live--
+	m.mu.Unlock()
+	if err := r.Close(); err != nil {
+		m.log.Warn("close runner", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
+	}
+}
+
+// takeRunners detaches all of w's runners for the caller to close.
+func (m *Manager) takeRunners(w *ws) map[string]Runner {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	rs := w.runners
 	w.runners = map[string]Runner{}
+	w.mem = map[string]int64{}
 	m.live -= len(rs)
-	if forget {
-		w.had = map[string]bool{}
-	}
-	fsys := w.fs
-	w.fs = nil
-	m.mu.Unlock()
-	m.closeRunners(w.key, rs)
-	closeFS(fsys)
+	return rs
 }
 
 func (m *Manager) closeRunners(k key, rs map[string]Runner) {
@@ -516,66 +719,22 @@ func (m *Manager) closeRunners(k key, rs map[string]Runner) {
 	}
 }
 
-// List returns the principal's workspaces, live ones and those on disk only,
-// most recently used first.
-func (m *Manager) List(principal string) []Info {
-	pdir, err := m.principalPath(principal)
-	if err != nil {
-		return nil
-	}
-	infos := map[string]*Info{}
-	type liveFS struct {
-		id string
-		fs *QuotaFS
-	}
-	m.mu.Lock()
-	for k, w := range m.wss {
-		if k.principal != principal {
+// dropState ends every language's interpreter state of w — live runners
+// closed, images removed — and notes why for each language that had some
+// (noteNone forgets it). The caller holds w's turn.
+func (m *Manager) dropState(w *ws, why note) {
+	rs := m.takeRunners(w)
+	m.closeRunners(w.key, rs)
+	for _, lang := range m.langs.offered() {
+		n := readNote(w.state, lang)
+		if _, live := rs[lang]; !live && n == noteNone {
 			continue
 		}
-		if len(w.runners) == 0 && !w.busy {
-			continue // a record on its way in or out; the disk says the rest
-		}
-		in := &Info{ID: k.id, Live: len(w.runners) > 0, Running: w.running, LastUsed: w.lastUsed, DiskBytes: -1}
-		for lang := range w.runners {
-			in.Languages = append(in.Languages, lang)
-		}
-		sort.Strings(in.Languages)
-		if w.fs != nil {
-			in.DiskBytes = w.fs.Used()
-		}
-		infos[k.id] = in
-	}
-	m.mu.Unlock()
-
-	entries, _ := os.ReadDir(pdir)
-	for _, e := range entries {
-		if !e.IsDir() || ValidateID(e.Name()) != nil {
-			continue
-		}
-		in := infos[e.Name()]
-		if in == nil {
-			in = &Info{ID: e.Name(), DiskBytes: -1}
-			if fi, err := e.Info(); err == nil {
-				in.LastUsed = fi.ModTime()
-			}
-			infos[e.Name()] = in
+		os.Remove(imagePath(w.state, lang))
+		if err := writeNote(w.state, lang, why); err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 		}
 	}
-	out := make([]Info, 0, len(infos))
-	for _, in := range infos {
-		if in.DiskBytes < 0 {
-			in.DiskBytes, _ = diskUsage(filepath.Join(pdir, in.ID))
-		}
-		out = append(out, *in)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].LastUsed.Equal(out[j].LastUsed) {
-			return out[i].LastUsed.After(out[j].LastUsed)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out
 }
 
 // withTurn runs op holding the turn of an existing workspace: one known in
@@ -584,12 +743,12 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	w, err := m.ref(principal, id)
+	w, err := m.ref(principal, id, false)
 	if err != nil {
 		return err
 	}
 	defer m.unref(w)
-	if err := m.acquireTurn(ctx, w, &queued{}); err != nil {
+	if err := m.acquireTurn(ctx, w, &queued{}, false); err != nil {
 		return err
 	}
 	defer m.releaseTurn(w)
@@ -604,15 +763,20 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 	return op(w)
 }
 
-// Reset drops the workspace's interpreter state; with files it also empties
-// its directory. It waits for the workspace's earlier calls. The next run
-// starts fresh (and says so).
+// Reset drops the workspace's interpreter state, live or saved; with files
+// it also empties its directory. Checkpoints are kept. It waits for the
+// workspace's earlier calls. The next run starts fresh and says so
+// (ReasonResetByUser).
 func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
-		m.dropRunners(w, false)
+		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+			return &Error{Code: StartFailed, Msg: "could not reset the workspace", Err: err}
+		}
+		m.dropState(w, note(ReasonResetByUser))
 		if !files {
 			return nil
 		}
+		m.forgetFS(w)
 		if err := os.RemoveAll(w.dir); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
 		}
@@ -623,15 +787,32 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 	})
 }
 
-// Delete closes the workspace's interpreters and removes its directory. It
-// waits for the workspace's earlier calls; calls queued behind it find a new,
-// empty workspace of the same id.
+// forgetFS closes w's file system so that the next turn measures the
+// directory anew (after its content was replaced). The caller holds w's
+// turn and has closed w's runners.
+func (m *Manager) forgetFS(w *ws) {
+	m.mu.Lock()
+	fsys := w.fs
+	w.fs = nil
+	m.mu.Unlock()
+	closeFS(fsys)
+}
+
+// Delete closes the workspace's interpreters and removes its files, images
+// and checkpoints. It waits for the workspace's earlier calls; calls queued
+// behind it find a new, empty workspace of the same id.
 func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
-		m.dropRunners(w, true)
+		m.closeRunners(w.key, m.takeRunners(w))
+		m.forgetFS(w)
 		m.mu.Lock()
-		w.prepared, w.fromDisk = false, false
+		w.ready = false
 		m.mu.Unlock()
+		// The state goes first: files without state read as a workspace
+		// whose state was lost, state without files would come back.
+		if err := os.RemoveAll(w.state); err != nil {
+			return &Error{Code: StartFailed, Msg: "could not delete the workspace's saved state", Err: err}
+		}
 		if err := os.RemoveAll(w.dir); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
 		}
@@ -639,12 +820,27 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 	})
 }
 
-// Close stops the janitor, refuses new calls, closes idle interpreters and
-// waits for running calls to end (their interpreters are closed as they
-// finish). When ctx ends first, the remaining interpreters are closed under
-// the running calls and ctx's error is returned. Close is idempotent.
+// Drain tells every call still waiting for a workspace's turn or a run slot
+// — whose code has not started — at once that execd is shutting down, and
+// refuses new calls the same way. Running calls go on. Drain returns at
+// once and is idempotent; Close drains too.
+func (m *Manager) Drain() {
+	m.drainOnce.Do(func() {
+		m.mu.Lock()
+		m.draining = true
+		m.mu.Unlock()
+		close(m.drained)
+	})
+}
+
+// Close drains, stops the janitor and hibernates every live workspace:
+// idle ones at once, the others as their running calls end. When ctx ends
+// first, what is left is closed without saving (under running calls, which
+// then end with an error result; the next start says ReasonRestarted) and
+// ctx's error is returned. Close is idempotent.
 func (m *Manager) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
+		m.Drain()
 		m.mu.Lock()
 		m.closed = true
 		m.signalIdleLocked()
@@ -652,23 +848,95 @@ func (m *Manager) Close(ctx context.Context) error {
 		close(m.stop)
 	})
 	<-m.janitorDone
-	m.evict(func(w *ws) bool { return true })
-
+	<-m.sweepDone
+	start := time.Now()
+	saved := m.hibernateAll(ctx)
 	select {
 	case <-m.idle:
-		// Calls that ended after the first sweep left their runners.
-		m.evict(func(w *ws) bool { return true })
-		return nil
+		saved += m.hibernateAll(ctx) // calls that ended after the first sweep
 	case <-ctx.Done():
-		m.mu.Lock()
-		var all []*ws
-		for _, w := range m.wss {
-			all = append(all, w)
-		}
-		m.mu.Unlock()
-		for _, w := range all {
-			m.dropRunners(w, false)
-		}
-		return ctx.Err()
 	}
+	var all []*ws
+	m.mu.Lock()
+	for _, w := range m.wss {
+		all = append(all, w)
+	}
+	m.mu.Unlock()
+	lost := 0
+	for _, w := range all {
+		rs := m.takeRunners(w)
+		lost += len(rs)
+		m.closeRunners(w.key, rs)
+	}
+	if saved+lost > 0 {
+		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
+	}
+	return ctx.Err()
+}
+
+// fdWatch counts and logs failures to open files because the process is out
+// of file descriptors, and turns them into an error the client can read.
+type fdWatch struct {
+	log     *zap.Logger
+	count   atomic.Int64
+	last    atomic.Int64 // unix nanoseconds of the last one
+	lastLog atomic.Int64
+}
+
+// check returns an *Error (code Exhausted) when err is descriptor
+// exhaustion, nil otherwise.
+func (f *fdWatch) check(err error) *Error {
+	if !fdExhausted(err) {
+		return nil
+	}
+	n := f.count.Add(1)
+	now := time.Now().UnixNano()
+	f.last.Store(now)
+	if prev := f.lastLog.Load(); now-prev > int64(10*time.Second) && f.lastLog.CompareAndSwap(prev, now) {
+		f.log.Error("out of file descriptors: calls are refused (raise the process limit, ulimit -n / LimitNOFILE)",
+			zap.Int64("refusals", n), zap.Error(err))
+	}
+	return &Error{Code: Exhausted, Err: err,
+		Msg: "execd has run out of file descriptors (the process limit); the code did not run. Try again shortly; if it persists, the operator must raise the limit (ulimit -n)."}
+}
+
+// fdExhausted reports whether err means the process or the system is out
+// of file descriptors.
+func fdExhausted(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// Health is the Manager's view of its own condition, for health checks
+// and metrics.
+type Health struct {
+	// FDExhaustions counts calls refused because the process was out of
+	// file descriptors; LastFDExhaustion is when the last one was.
+	FDExhaustions    int64
+	LastFDExhaustion time.Time
+	// Live counts live interpreters; MemoryBytes is what they hold.
+	Live        int
+	MemoryBytes int64
+}
+
+// Health reports the Manager's condition.
+func (m *Manager) Health() Health {
+	h := Health{FDExhaustions: m.fds.count.Load()}
+	if t := m.fds.last.Load(); t != 0 {
+		h.LastFDExhaustion = time.Unix(0, t)
+	}
+	m.mu.Lock()
+	h.Live = m.live
+	h.MemoryBytes = m.memoryLocked()
+	m.mu.Unlock()
+	return h
+}
+
+func (m *Manager) memoryLocked() int64 {
+	var total int64
+	for _, w := range m.wss {
+		for _, b := range w.mem {
+			total += b
+		}
+	}
+	return total
 }

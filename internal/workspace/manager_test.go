@@ -8,11 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"execd/internal/worker"
 )
@@ -253,31 +257,86 @@ func TestCancelWhileQueued(t *testing.T) {
 }
 
 func TestCancelRaceHandsTurnOn(t *testing.T) {
-	// Cancel queued calls while the turn is being handed to them; the queue
-	// must never stall.
-	f := newFakeFactory()
-	m := newTestManager(t, Config{}, f)
-	for i := range 200 {
+	// A queued call cancelled in the instant the turn is handed to it must
+	// pass the turn on. The test holds the Manager's lock while it cancels
+	// and hands the turn over, as releaseTurn does: in even rounds the
+	// cancel comes first, so the waiter wakes for its cancel and then finds
+	// the turn handed to it; in odd rounds the hand-over usually wins
+	// (a waiter not yet parked sees both and select picks). A lost turn
+	// leaves the workspace busy, which the check after each round reports
+	// (it never hangs).
+	m := newTestManager(t, Config{}, newFakeFactory())
+	w, err := m.ref("p", "w", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.unref(w)
+	for i := range 300 {
+		if err := m.acquireTurn(context.Background(), w, &queued{}, true); err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "js", Code: "set a 1"})
-		}()
-		go func() {
-			defer wg.Done()
-			m.Run(ctx, Request{Principal: "p", Workspace: "w", Language: "js", Code: "set b 1"})
-		}()
+		got := make(chan error, 1)
+		go func() { got <- m.acquireTurn(ctx, w, &queued{}, true) }()
+		for {
+			m.mu.Lock()
+			n := w.waiters.Len()
+			m.mu.Unlock()
+			if n == 1 {
+				break
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+		m.mu.Lock()
 		if i%2 == 0 {
 			cancel()
 		}
-		wg.Wait()
+		wt := w.waiters.Remove(w.waiters.Front()).(*waiter)
+		wt.handed = true
+		close(wt.ready)
 		cancel()
+		m.mu.Unlock()
+		if err := <-got; err == nil {
+			m.releaseTurn(w) // it took the turn: give it back
+		}
+		m.mu.Lock()
+		busy, active := w.busy, m.active
+		m.mu.Unlock()
+		if busy || active != 0 {
+			t.Fatalf("round %d: after the race the workspace is busy=%v with %d turns held; the turn was lost", i, busy, active)
+		}
 	}
-	run(t, m, "p", "w", "get a") // would hang on a leaked turn
-}
 
+	// The same through Run, under a synctest bubble: a stalled queue leaves
+	// every goroutine blocked, synctest.Wait returns, and the check fails.
+	synctest.Test(t, func(t *testing.T) {
+		m, err := NewManager(Config{DataDir: t.TempDir()}, newFakeFactory(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		for i := range 200 {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{}, 2)
+			go func() {
+				m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "js", Code: "set a 1"})
+				done <- struct{}{}
+			}()
+			go func() {
+				m.Run(ctx, Request{Principal: "p", Workspace: "w", Language: "js", Code: "set b 1"})
+				done <- struct{}{}
+			}()
+			if i%2 == 0 {
+				cancel()
+			}
+			synctest.Wait()
+			if len(done) != 2 {
+				t.Fatalf("iteration %d: %d of 2 calls returned; the turn was lost", i, len(done))
+			}
+			cancel()
+		}
+	})
+}
 func TestHammerOneWorkspace(t *testing.T) {
 	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxConcurrentRuns: 4}, f)
@@ -385,19 +444,19 @@ func TestIdleEviction(t *testing.T) {
 			t.Errorf("records kept after eviction: %d", len(m.wss))
 		}
 		l := m.List("p")
-		if len(l) != 1 || l[0].Live || l[0].DiskBytes == 0 {
+		if len(l) != 1 || l[0].Live || l[0].Hibernated || l[0].DiskBytes == 0 {
 			t.Errorf("List after eviction = %+v", l)
 		}
 		out := run(t, m, "p", "w", "get x")
-		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != worker.StatusError {
-			t.Errorf("after eviction: %+v", out.Result)
+		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != worker.StatusError || out.ResetReason != ReasonIdleTTL {
+			t.Errorf("after eviction: %+v (%s)", out.Result, out.ResetReason)
 		}
 		out = run(t, m, "p", "w", "set y 1")
-		if out.Result.Reset || out.Result.Status != worker.StatusOK {
+		if out.Result.Reset || out.Result.Status != worker.StatusOK || out.ResetReason != "" {
 			t.Errorf("second call after eviction: %+v", out.Result)
 		}
-		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", "w", "keep.txt")); err != nil {
-			t.Errorf("file lost on eviction: %v", err)
+		if b, err := os.ReadFile(filepath.Join(m.cfg.DataDir, "p", "w", "keep.txt")); string(b) != "yes" {
+			t.Errorf("file lost on eviction: %q %v", b, err)
 		}
 	})
 }
@@ -411,7 +470,7 @@ func TestEvictionMarksOKAsReset(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		out := run(t, m, "p", "w", "set x 2")
-		if out.Result.Status != worker.StatusReset || !out.Result.Reset {
+		if out.Result.Status != worker.StatusReset || !out.Result.Reset || out.ResetReason != ReasonIdleTTL {
 			t.Errorf("ok on a fresh runner: %+v, want status reset", out.Result)
 		}
 	})
@@ -433,15 +492,47 @@ func TestNoIdleEvictionWhileRunning(t *testing.T) {
 	})
 }
 
-func TestRunnerResetPassesThrough(t *testing.T) {
+func TestKilledAndCrashedSayReset(t *testing.T) {
+	// The run whose instance was discarded says reset (its status stays),
+	// and so does the next one, for a client that never saw that answer.
+	for _, tc := range []struct {
+		code   string
+		status worker.Status
+		reason ResetReason
+	}{
+		{"kill", worker.StatusTimeout, ReasonKilled},
+		{"crash", worker.StatusError, ReasonCrashed},
+	} {
+		f := newFakeFactory()
+		m := newTestManager(t, Config{}, f)
+		run(t, m, "p", "w", "set x 1")
+		out := run(t, m, "p", "w", tc.code)
+		if !out.Result.Reset || out.Result.Status != tc.status || out.ResetReason != tc.reason {
+			t.Errorf("%s: %+v, reason %q", tc.code, out.Result, out.ResetReason)
+		}
+		if f.liveCount() != 0 {
+			t.Errorf("%s: the discarded runner is still live", tc.code)
+		}
+		out = run(t, m, "p", "w", "set y 1")
+		if !out.Result.Reset || out.Result.Status != worker.StatusReset || out.ResetReason != tc.reason {
+			t.Errorf("%s, next run: %+v, reason %q", tc.code, out.Result, out.ResetReason)
+		}
+		if out := run(t, m, "p", "w", "get x"); out.Result.Value != nil || out.Result.Reset {
+			t.Errorf("%s, third run: %+v", tc.code, out.Result)
+		}
+	}
+	// A runner that replaced its instance by itself is believed too.
 	m := newTestManager(t, Config{}, newFakeFactory())
-	out := run(t, m, "p", "w", "reset")
-	if !out.Result.Reset || out.Result.Status != worker.StatusReset {
-		t.Errorf("%+v", out.Result)
+	if out := run(t, m, "p", "w", "fresh"); !out.Result.Reset || out.ResetReason != ReasonCrashed || out.Result.Status != worker.StatusReset {
+		t.Errorf("fresh: %+v %q", out.Result, out.ResetReason)
+	}
+	// A worker's reset status is not the workspace's when nothing was lost.
+	if out := run(t, m, "p", "v", "set a 1"); out.Result.Status != worker.StatusOK || out.Result.Reset {
+		t.Errorf("plain run: %+v", out.Result)
 	}
 }
 
-func TestLRUEviction(t *testing.T) {
+func TestLRUHibernates(t *testing.T) {
 	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxWorkspaces: 2}, f)
 	run(t, m, "p", "a", "set x a")
@@ -451,11 +542,36 @@ func TestLRUEviction(t *testing.T) {
 	if f.liveCount() != 2 {
 		t.Fatalf("live = %d", f.liveCount())
 	}
-	if out := run(t, m, "p", "a", "get x"); value(out.Result) != "a" || out.Result.Reset {
-		t.Errorf("a was evicted: %+v", out.Result)
+	if out := run(t, m, "p", "a", "get x"); value(out.Result) != "a" || out.Result.Reset || out.Restored {
+		t.Errorf("a was hibernated: %+v", out)
 	}
-	if out := run(t, m, "p", "b", "get x"); out.Result.Value != nil || !out.Result.Reset {
-		t.Errorf("b was not evicted: %+v", out.Result)
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", stateDirName, "b", "javascript.img")); err != nil {
+		t.Errorf("b's image: %v", err)
+	}
+	out := run(t, m, "p", "b", "get x")
+	if value(out.Result) != "b" || out.Result.Reset || out.Result.Status != worker.StatusOK || !out.Restored {
+		t.Errorf("b after hibernation: %+v", out)
+	}
+	if f.restored != 1 || f.clones != 0 {
+		t.Errorf("restored %d, clones %d", f.restored, f.clones)
+	}
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "p", stateDirName, "b", "javascript.img")); !os.IsNotExist(err) {
+		t.Errorf("b's image after its restore: %v", err)
+	}
+}
+
+func TestLRUDropsWhatCannotBeSaved(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxWorkspaces: 1}, f)
+	run(t, m, "p", "a", "set x a")
+	run(t, m, "p", "a", "open held.txt")
+	run(t, m, "p", "b", "set x b") // a must go, and cannot be saved
+	if f.liveCount() != 1 {
+		t.Fatalf("live = %d, want 1: the cap holds", f.liveCount())
+	}
+	out := run(t, m, "p", "a", "get x")
+	if out.Result.Value != nil || !out.Result.Reset || out.ResetReason != ReasonEvicted {
+		t.Errorf("a: %+v, reason %q", out.Result, out.ResetReason)
 	}
 }
 
@@ -504,11 +620,12 @@ func TestCreationLoopBoundsMemory(t *testing.T) {
 	}
 }
 
-func TestFilesSurviveRestart(t *testing.T) {
+func TestRestartRestoresState(t *testing.T) {
 	dir := t.TempDir()
-	f := newFakeFactory()
+	f := newFakeFactory("javascript", "python")
 	m := newTestManager(t, Config{DataDir: dir}, f)
-	run(t, m, "p", "w", "set x 1")
+	runLang(t, m, "p", "w", "javascript", "set x js")
+	runLang(t, m, "p", "w", "python", "set x py")
 	run(t, m, "p", "w", "write data.txt hello")
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -519,15 +636,49 @@ func TestFilesSurviveRestart(t *testing.T) {
 
 	m2 := newTestManager(t, Config{DataDir: dir}, f)
 	l := m2.List("p")
-	if len(l) != 1 || l[0].ID != "w" || l[0].Live || l[0].DiskBytes != entryCost+5 {
+	if len(l) != 1 || l[0].ID != "w" || l[0].Live || !l[0].Hibernated || strings.Join(l[0].Languages, ",") != "javascript,python" ||
+		l[0].DiskBytes != entryCost+5 || l[0].StateBytes == 0 {
 		t.Fatalf("List after restart = %+v", l)
 	}
-	out := run(t, m2, "p", "w", "set y 1")
-	if out.Result.Status != worker.StatusReset {
-		t.Errorf("first call after restart: %s, want reset (state was lost)", out.Result.Status)
+	for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
+		out := runLang(t, m2, "p", "w", lang, "get x")
+		if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+			t.Errorf("%s after restart: %+v", lang, out)
+		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "p", "w", "data.txt")); string(b) != "hello" {
-		t.Errorf("file after restart: %q %v", b, err)
+	if out := run(t, m2, "p", "w", "read data.txt"); value(out.Result) != "hello" {
+		t.Errorf("file after restart: %s", value(out.Result))
+	}
+
+	// An execd that stops without saving (killed): its successor says so.
+	m3 := newTestManager(t, Config{DataDir: dir}, f) // m2 still runs w's interpreters
+	out := run(t, m3, "p", "w", "get x")
+	if out.Result.Value != nil || out.Result.Status != worker.StatusError || !out.Result.Reset || out.ResetReason != ReasonRestarted {
+		t.Errorf("after a stop without saving: %+v %q", out.Result, out.ResetReason)
+	}
+}
+
+func TestWorkspaceOfAnOlderExecdSaysRestarted(t *testing.T) {
+	// A files directory without state is a workspace of an execd that kept
+	// no images: each language's first run says its state is gone.
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "p", "old"), 0o700)
+	os.WriteFile(filepath.Join(dir, "p", "old", "f"), []byte("x"), 0o600)
+	m := newTestManager(t, Config{DataDir: dir}, newFakeFactory("javascript", "python"))
+	for _, lang := range []string{"javascript", "python"} {
+		if out := runLang(t, m, "p", "old", lang, "set a 1"); out.Result.Status != worker.StatusReset || out.ResetReason != ReasonRestarted {
+			t.Errorf("%s: %+v %q", lang, out.Result, out.ResetReason)
+		}
+		if out := runLang(t, m, "p", "old", lang, "set a 2"); out.Result.Reset {
+			t.Errorf("%s, second run: %+v", lang, out.Result)
+		}
+	}
+	// A new workspace, and a new language in a known one, are not resets.
+	if out := runLang(t, m, "p", "new", "javascript", "set a 1"); out.Result.Reset {
+		t.Errorf("new workspace: %+v", out.Result)
+	}
+	if out := runLang(t, m, "p", "new", "python", "set a 1"); out.Result.Reset {
+		t.Errorf("new language: %+v", out.Result)
 	}
 }
 
@@ -672,7 +823,7 @@ func TestCloseWaitsForRunning(t *testing.T) {
 }
 
 func TestQuotaThroughFSFactory(t *testing.T) {
-	f := fakeFSFactory{newFakeFactory()}
+	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
 	big := strings.Repeat("x", 600<<10)
 	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusOK {
@@ -695,5 +846,74 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 	}
 	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusReset || out.Result.Stderr != "" {
 		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
+	}
+}
+
+func TestIdleWorkspacesHoldNoDescriptors(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory("javascript", "python"))
+	run(t, m, "p", "warm", "set x 1") // the data directory and log files settle
+	base := openFDs(t)
+	for i := range 100 {
+		id := fmt.Sprintf("w%d", i)
+		runLang(t, m, "p", id, "javascript", "write f.txt x")
+		runLang(t, m, "p", id, "python", "set x 1")
+	}
+	if got := openFDs(t) - base; got != 0 {
+		t.Errorf("100 idle live workspaces hold %d descriptors, want 0", got)
+	}
+	if l := m.List("p"); len(l) != 101 {
+		t.Errorf("List: %d", len(l))
+	}
+}
+
+func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
+	core, logs := observer.New(zapcore.ErrorLevel)
+	m, err := NewManager(Config{DataDir: t.TempDir()}, newFakeFactory(), zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	run(t, m, "p", "warm", "set x 1")
+	// Use up the process's descriptors (under a lowered limit).
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = uint64(openFDs(t) + 50)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var hog []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		hog = append(hog, f)
+	}
+	var refused [2]error
+	for i := range refused {
+		_, refused[i] = m.Run(context.Background(), Request{Principal: "p", Workspace: "warm", Language: "js", Code: "set y 1"})
+	}
+	for _, f := range hog {
+		f.Close()
+	}
+	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	for _, err := range refused {
+		var we *Error
+		if !errors.As(err, &we) || we.Code != Exhausted || !strings.Contains(we.Msg, "run out of file descriptors") || !strings.Contains(we.Msg, "did not run") {
+			t.Fatalf("out of descriptors: %v", err)
+		}
+	}
+	if h := m.Health(); h.FDExhaustions != 2 || h.LastFDExhaustion.IsZero() {
+		t.Errorf("Health = %+v", h)
+	}
+	if n := logs.FilterMessageSnippet("out of file descriptors").Len(); n != 1 {
+		t.Errorf("%d log lines (one, then quiet for a while): %v", n, logs.All())
+	}
+	// With descriptors back, the workspace works again, state intact.
+	if out := run(t, m, "p", "warm", "get x"); value(out.Result) != "1" || out.Result.Reset {
+		t.Errorf("after descriptors came back: %+v", out)
 	}
 }

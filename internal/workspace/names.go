@@ -105,3 +105,17 @@ func (l languages) resolve(name string) (string, error) {
 }
 
 func (l languages) offered() []string { return slices.Clone(l.canon) }
+
+// safeLanguage reports whether a language name can be part of a file name
+// in a state directory (store.go).
+func safeLanguage(l string) bool {
+	if l == "" || len(l) > 32 {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -53,8 +54,13 @@ const entryCost = 256
 type QuotaFS struct {
 	dir   string
 	inner sys.FS
-	root  *os.Root
 	limit int64 // <= 0: unlimited
+
+	// handles guards root, the os.Root that confinement resolves through:
+	// opened on demand and closed by Release, so that a workspace between
+	// runs holds no descriptor (see also rootDir).
+	handles sync.Mutex
+	root    *os.Root // nil until needed, or after Release
 
 	mu   sync.Mutex // serialises accounting with the operation it accounts for
 	used int64
@@ -66,8 +72,8 @@ type QuotaFS struct {
 var _ sys.FS = (*QuotaFS)(nil)
 
 // NewQuotaFS returns a [*QuotaFS] for dir, which must exist. limitBytes <= 0
-// means no quota; paths are confined either way. Close the result (it holds
-// an open directory) when no runner uses it any more.
+// means no quota; paths are confined either way. Close the result when no
+// runner uses it any more.
 func NewQuotaFS(dir string, limitBytes int64) (sys.FS, error) {
 	return newQuotaFS(dir, limitBytes)
 }
@@ -77,16 +83,16 @@ func newQuotaFS(dir string, limitBytes int64) (*QuotaFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
+	if st, err := os.Stat(abs); err != nil {
 		return nil, err
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", abs)
 	}
 	used, err := diskUsage(abs)
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
-	return &QuotaFS{dir: abs, inner: sysfs.DirFS(abs), root: root, limit: limitBytes, used: used}, nil
+	return &QuotaFS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, used: used}, nil
 }
 
 // diskUsage is the quota charge of everything below dir (not dir itself).
@@ -124,21 +130,57 @@ func (q *QuotaFS) Used() int64 {
 	return q.used
 }
 
-// Limit returns the quota in bytes; <= 0 means none.
-func (q *QuotaFS) Limit() int64 { return q.limit }
-
 // Refused counts the operations refused for lack of quota since creation.
 // A caller compares it before and after a run to tell the user why writes
 // failed with an I/O error.
 func (q *QuotaFS) Refused() int64 { return q.refused.Load() }
 
-// Close releases the directory handle. Files already open stay usable; new
-// path operations fail with EBADF. Close is idempotent.
+// Acquire opens the handle that confinement resolves paths through, so that
+// a caller learns before a run whether the process can still open files
+// (an error wrapping syscall.EMFILE or ENFILE when it cannot). Path
+// operations also open it on demand.
+func (q *QuotaFS) Acquire() error {
+	_, err := q.openRoot()
+	return err
+}
+
+// Release closes the descriptor the FS holds for itself; the next path
+// operation opens it again. Files the guest opened are the guest's and stay
+// open. The Manager calls it whenever a workspace's turn ends with nobody
+// waiting.
+func (q *QuotaFS) Release() {
+	q.handles.Lock()
+	defer q.handles.Unlock()
+	if q.root != nil {
+		q.root.Close()
+		q.root = nil
+	}
+}
+
+func (q *QuotaFS) openRoot() (*os.Root, error) {
+	if q.closed.Load() {
+		return nil, fs.ErrClosed
+	}
+	q.handles.Lock()
+	defer q.handles.Unlock()
+	if q.root == nil {
+		r, err := os.OpenRoot(q.dir)
+		if err != nil {
+			return nil, err
+		}
+		q.root = r
+	}
+	return q.root, nil
+}
+
+// Close releases every handle of the FS. Files already open stay usable;
+// new path operations fail with EBADF. Close is idempotent.
 func (q *QuotaFS) Close() error {
 	if q.closed.Swap(true) {
 		return nil
 	}
-	return q.root.Close()
+	q.Release()
+	return nil
 }
 
 // clean validates a guest path and returns it relative to the root ("." for
@@ -189,7 +231,16 @@ func (q *QuotaFS) confine(p string, follow bool) sys.Errno {
 	if target == "." {
 		return 0
 	}
-	if _, err := q.root.Stat(target); isEscape(err) {
+	root, err := q.openRoot()
+	if err != nil {
+		return sys.UnwrapOSError(err)
+	}
+	q.handles.Lock() // Release must not close the root under the Stat
+	defer q.handles.Unlock()
+	if q.root != root {
+		return sys.EBADF
+	}
+	if _, err := root.Stat(target); isEscape(err) {
 		return sys.EPERM
 	}
 	return 0
@@ -204,18 +255,20 @@ func (q *QuotaFS) checked(p string, follow bool) (string, sys.Errno) {
 	return c, q.confine(c, follow)
 }
 
-// charge reserves n bytes (n may be negative). It fails with ErrnoQuota when a
-// positive n does not fit. Callers hold q.mu.
-func (q *QuotaFS) charge(n int64) sys.Errno {
+// reserve checks that n more bytes fit under the quota (n <= 0 always
+// fits) and counts a refusal when they do not. The caller applies the
+// change with add once its operation succeeded. Callers hold q.mu.
+func (q *QuotaFS) reserve(n int64) sys.Errno {
 	if n > 0 && q.limit > 0 && q.used+n > q.limit {
 		q.refused.Add(1)
 		return ErrnoQuota
 	}
-	q.used += n
-	if q.used < 0 {
-		q.used = 0
-	}
 	return 0
+}
+
+// add applies a change of usage (n may be negative). Callers hold q.mu.
+func (q *QuotaFS) add(n int64) {
+	q.used = max(q.used+n, 0)
 }
 
 // entryCharge is what removing the entry named p gives back (0 if absent).
@@ -230,14 +283,19 @@ func (q *QuotaFS) entryCharge(p string) int64 {
 	return entryCost
 }
 
+// writeFlags are the open flags that let the guest change a file.
+const writeFlags = sys.O_WRONLY | sys.O_RDWR | sys.O_APPEND | sys.O_TRUNC
+
 // OpenFile implements sys.FS.
 func (q *QuotaFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys.Errno) {
 	c, errno := q.checked(p, flag&sys.O_NOFOLLOW == 0)
 	if errno != 0 {
 		return nil, errno
 	}
-	writes := flag&(sys.O_CREAT|sys.O_TRUNC) != 0
-	if !writes {
+	if c == "." && flag == sys.O_RDONLY {
+		return q.newRootDir(), 0 // the preopen's handle, see rootDir
+	}
+	if flag&writeFlags == 0 && flag&sys.O_CREAT == 0 {
 		f, errno := q.inner.OpenFile(c, flag, perm)
 		if errno != 0 {
 			return nil, errno
@@ -247,6 +305,11 @@ func (q *QuotaFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if flag&writeFlags != 0 {
+		if errno := q.unshare(c, flag&sys.O_TRUNC != 0); errno != 0 {
+			return nil, errno
+		}
+	}
 	before, exists := q.inner.Stat(c)
 	var delta int64
 	switch {
@@ -255,16 +318,82 @@ func (q *QuotaFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File
 	case exists == 0 && flag&sys.O_TRUNC != 0 && before.Mode.IsRegular():
 		delta = -before.Size
 	}
-	if delta > 0 && q.limit > 0 && q.used+delta > q.limit {
-		q.refused.Add(1)
-		return nil, ErrnoQuota
+	if errno := q.reserve(delta); errno != 0 {
+		return nil, errno
 	}
 	f, errno := q.inner.OpenFile(c, flag, perm)
 	if errno != 0 {
 		return nil, errno
 	}
-	q.charge(delta)
+	q.add(delta)
 	return &quotaFile{File: f, q: q}, 0
+}
+
+// unshare gives the regular file at p a data block of its own before it is
+// opened for writing, when it shares one with another name (a hard link
+// made by a checkpoint or a fork, see [copyTree]): a write in one workspace
+// must never show in another, or in a checkpoint. With truncate the content
+// is not needed and the name is simply unlinked (the open then creates it
+// anew, with the old mode). Links the guest made itself inside the
+// workspace are unshared too: after a checkpoint they behave as copies.
+// Callers hold q.mu.
+func (q *QuotaFS) unshare(p string, truncate bool) sys.Errno {
+	st, errno := q.inner.Stat(p)
+	if errno != 0 || !st.Mode.IsRegular() || st.Nlink <= 1 {
+		return 0
+	}
+	name, errno := q.resolve(p)
+	if errno != 0 {
+		return errno
+	}
+	host := filepath.Join(q.dir, filepath.FromSlash(name))
+	if !truncate {
+		return sys.UnwrapOSError(unshareFile(host, st.Mode.Perm()))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(host), tmpPrefix+"*")
+	if err != nil {
+		return sys.UnwrapOSError(err)
+	}
+	tmp.Chmod(st.Mode.Perm())
+	tmp.Close()
+	if err := os.Rename(tmp.Name(), host); err != nil {
+		os.Remove(tmp.Name())
+		return sys.UnwrapOSError(err)
+	}
+	q.add(-st.Size) // the name now holds an empty file
+	return 0
+}
+
+// resolve follows the symbolic links of p (inside the root: p was confined)
+// and returns the path of the file itself relative to the root.
+func (q *QuotaFS) resolve(p string) (string, sys.Errno) {
+	p = strings.TrimSuffix(p, "/")
+	for range 40 { // the kernel's own limit on links in a path
+		st, errno := q.inner.Lstat(p)
+		if errno != 0 {
+			return "", errno
+		}
+		if st.Mode&fs.ModeSymlink == 0 {
+			dir, base := path.Split(p)
+			if dir == "" {
+				return base, 0
+			}
+			d, errno := q.resolve(path.Clean(dir))
+			if errno != 0 {
+				return "", errno
+			}
+			return path.Join(d, base), 0
+		}
+		target, errno := q.inner.Readlink(p)
+		if errno != 0 {
+			return "", errno
+		}
+		p = path.Join(path.Dir(p), target)
+		if !fs.ValidPath(p) {
+			return "", sys.EPERM
+		}
+	}
+	return "", sys.ELOOP
 }
 
 // Lstat implements sys.FS.
@@ -293,20 +422,26 @@ func (q *QuotaFS) Mkdir(p string, perm fs.FileMode) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.limit > 0 && q.used+entryCost > q.limit {
-		q.refused.Add(1)
-		return ErrnoQuota
+	if errno := q.reserve(entryCost); errno != 0 {
+		return errno
 	}
 	if errno := q.inner.Mkdir(c, perm); errno != 0 {
 		return errno
 	}
-	return q.charge(entryCost)
+	q.add(entryCost)
+	return 0
 }
 
-// Chmod implements sys.FS.
+// Chmod implements sys.FS. A file shared with a checkpoint or a fork is
+// unshared first: the mode belongs to the data.
 func (q *QuotaFS) Chmod(p string, perm fs.FileMode) sys.Errno {
 	c, errno := q.checked(p, true)
 	if errno != 0 {
+		return errno
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if errno := q.unshare(c, false); errno != 0 {
 		return errno
 	}
 	return q.inner.Chmod(c, perm)
@@ -331,7 +466,7 @@ func (q *QuotaFS) Rename(from, to string) sys.Errno {
 	if errno := q.inner.Rename(f, t); errno != 0 {
 		return errno
 	}
-	q.charge(-freed)
+	q.add(-freed)
 	return 0
 }
 
@@ -346,7 +481,7 @@ func (q *QuotaFS) Rmdir(p string) sys.Errno {
 	if errno := q.inner.Rmdir(c); errno != 0 {
 		return errno
 	}
-	q.charge(-entryCost)
+	q.add(-entryCost)
 	return 0
 }
 
@@ -362,7 +497,7 @@ func (q *QuotaFS) Unlink(p string) sys.Errno {
 	if errno := q.inner.Unlink(c); errno != 0 {
 		return errno
 	}
-	q.charge(-freed)
+	q.add(-freed)
 	return 0
 }
 
@@ -382,34 +517,55 @@ func (q *QuotaFS) Link(oldPath, newPath string) sys.Errno {
 	if cost == 0 {
 		cost = entryCost
 	}
-	if q.limit > 0 && q.used+cost > q.limit {
-		q.refused.Add(1)
-		return ErrnoQuota
+	if errno := q.reserve(cost); errno != 0 {
+		return errno
 	}
 	if errno := q.inner.Link(o, n); errno != 0 {
 		return errno
 	}
-	return q.charge(cost)
+	q.add(cost)
+	return 0
 }
 
-// Symlink implements sys.FS. The link text is stored as is (DirFS already
-// refuses absolute targets); following the link later is what confinement
-// checks, so a link pointing outside can be made but never used.
+// Symlink implements sys.FS. The target must be a relative path that only
+// descends (no "..", not absolute): such a link, seen from the directory
+// holding it, can only name something inside the workspace, whatever other
+// links it passes through, so no host tool that follows links is led out of
+// the workspace by one the guest made. Other targets fail with EPERM.
+// Following links is confined as well (see [QuotaFS]), for links that
+// reached the directory another way.
 func (q *QuotaFS) Symlink(oldPath, linkName string) sys.Errno {
+	if !descendingTarget(oldPath) {
+		return sys.EPERM
+	}
 	l, errno := q.checked(linkName, false)
 	if errno != 0 {
 		return errno
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.limit > 0 && q.used+entryCost > q.limit {
-		q.refused.Add(1)
-		return ErrnoQuota
+	if errno := q.reserve(entryCost); errno != 0 {
+		return errno
 	}
 	if errno := q.inner.Symlink(oldPath, l); errno != 0 {
 		return errno
 	}
-	return q.charge(entryCost)
+	q.add(entryCost)
+	return 0
+}
+
+// descendingTarget reports whether a symlink target is relative and free of
+// ".." elements ("." and empty elements are harmless).
+func descendingTarget(target string) bool {
+	if target == "" || strings.HasPrefix(target, "/") || strings.ContainsRune(target, 0) {
+		return false
+	}
+	for _, e := range strings.Split(target, "/") {
+		if e == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Readlink implements sys.FS.
@@ -425,6 +581,11 @@ func (q *QuotaFS) Readlink(p string) (string, sys.Errno) {
 func (q *QuotaFS) Utimens(p string, atim, mtim int64) sys.Errno {
 	c, errno := q.checked(p, true)
 	if errno != 0 {
+		return errno
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if errno := q.unshare(c, false); errno != 0 {
 		return errno
 	}
 	return q.inner.Utimens(c, atim, mtim)
@@ -447,10 +608,7 @@ func (f *quotaFile) room(off int64, n int, size int64) int {
 	if grow <= 0 || q.used+grow <= q.limit {
 		return n
 	}
-	fit := size - off + (q.limit - q.used) // largest write that fits
-	if fit < 0 {
-		fit = 0
-	}
+	fit := max(size-off+(q.limit-q.used), 0) // largest write that fits
 	if fit < int64(n) {
 		return int(fit)
 	}
@@ -488,7 +646,7 @@ func (f *quotaFile) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
 		written, errno = f.File.Write(buf[:n])
 	}
 	if grow := off + int64(written) - st.Size; grow > 0 {
-		q.used += grow
+		q.add(grow)
 	}
 	return written, errno
 }
@@ -510,13 +668,80 @@ func (f *quotaFile) Truncate(size int64) sys.Errno {
 		return f.File.Truncate(size)
 	}
 	delta := size - st.Size
-	if delta > 0 && q.limit > 0 && q.used+delta > q.limit {
-		q.refused.Add(1)
-		return ErrnoQuota
+	if errno := q.reserve(delta); errno != 0 {
+		return errno
 	}
 	if errno := f.File.Truncate(size); errno != 0 {
 		return errno
 	}
-	q.charge(delta)
+	q.add(delta)
 	return 0
+}
+
+// rootDir is the handle wazero opens on the workspace directory for the
+// /workspace preopen, and keeps for the instance's life. wazero opens it at
+// the guest's start only to ask whether it is a directory (fd_prestat_get);
+// rootDir answers that, and Stat, without a descriptor, and opens the
+// directory only when the guest lists it through the preopen itself, which
+// the guests' libc never does (opendir opens a handle of its own). So an
+// instance holds no descriptor for its preopen.
+type rootDir struct {
+	sys.File // the opened directory; until then, ENOSYS for anything not declared here
+	q        *QuotaFS
+	opened   bool
+}
+
+func (q *QuotaFS) newRootDir() *rootDir {
+	return &rootDir{File: sys.UnimplementedFile{}, q: q}
+}
+
+func (d *rootDir) open() sys.Errno {
+	if d.opened {
+		return 0
+	}
+	if d.q.closed.Load() {
+		return sys.EBADF
+	}
+	f, errno := d.q.inner.OpenFile(".", sys.O_RDONLY, 0)
+	if errno != 0 {
+		return errno
+	}
+	d.File, d.opened = f, true
+	return 0
+}
+
+func (d *rootDir) IsDir() (bool, sys.Errno) { return true, 0 }
+
+func (d *rootDir) Stat() (wsys.Stat_t, sys.Errno) {
+	if d.opened {
+		return d.File.Stat()
+	}
+	return d.q.inner.Stat(".")
+}
+
+func (d *rootDir) Dev() (uint64, sys.Errno) {
+	st, errno := d.Stat()
+	return st.Dev, errno
+}
+
+func (d *rootDir) Ino() (wsys.Inode, sys.Errno) {
+	st, errno := d.Stat()
+	return st.Ino, errno
+}
+
+func (d *rootDir) Readdir(n int) ([]sys.Dirent, sys.Errno) {
+	if errno := d.open(); errno != 0 {
+		return nil, errno
+	}
+	return d.File.Readdir(n)
+}
+
+func (d *rootDir) Utimens(atim, mtim int64) sys.Errno { return d.q.Utimens(".", atim, mtim) }
+
+func (d *rootDir) Close() sys.Errno {
+	if !d.opened {
+		return 0
+	}
+	d.opened = false
+	return d.File.Close()
 }

@@ -2,8 +2,11 @@ package workspace
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
@@ -331,13 +334,8 @@ func TestQuotaFSConfinement(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	// A guest-made link climbing out can be created but never followed.
-	if errno := fsys.Symlink("../..", "sub/esc"); errno != 0 {
-		t.Fatalf("Symlink: %v", errno)
-	}
-	if _, errno := fsys.OpenFile("sub/esc/secret", sys.O_RDONLY, 0); errno != sys.EPERM {
-		t.Errorf("follow guest link = %v, want EPERM", errno)
-	}
+	// Following the links that were already there stays confined (above);
+	// the guest cannot make one that climbs out (TestSymlinkTargets).
 	if errno := fsys.Unlink("up"); errno != 0 {
 		t.Errorf("Unlink(up) = %v", errno)
 	}
@@ -356,4 +354,148 @@ func TestQuotaFSClosed(t *testing.T) {
 	if _, errno := q.OpenFile("x", rw, 0o600); errno != sys.EBADF {
 		t.Errorf("OpenFile after Close = %v, want EBADF", errno)
 	}
+}
+
+func TestSymlinkTargets(t *testing.T) {
+	ws, parent := outsideSetup(t)
+	fsys, err := NewQuotaFS(ws, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.(*QuotaFS).Close()
+	os.MkdirAll(filepath.Join(ws, "sub", "deeper"), 0o700)
+	os.WriteFile(filepath.Join(ws, "sub", "deeper", "data.csv"), []byte("1,2"), 0o600)
+	for i, target := range []string{
+		"../../../../../../etc", "..", "../secret", "sub/../..", "sub/..", "/etc", "/workspace/sub", "a/../b", "",
+	} {
+		if errno := fsys.Symlink(target, fmt.Sprintf("bad%d", i)); errno != sys.EPERM {
+			t.Errorf("Symlink(%q) = %v, want EPERM", target, errno)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, fmt.Sprintf("bad%d", i))); !os.IsNotExist(err) {
+			t.Errorf("Symlink(%q) left a link on the host", target)
+		}
+	}
+	// A link into a subdirectory, one through another link, and one to a
+	// file that does not exist yet are fine, and work.
+	for name, target := range map[string]string{"latest": "sub/deeper/data.csv", "d": "sub", "sub/dl": "deeper/data.csv", "later": "./sub/new.txt"} {
+		if errno := fsys.Symlink(target, name); errno != 0 {
+			t.Errorf("Symlink(%q, %q) = %v", target, name, errno)
+		}
+	}
+	for _, p := range []string{"latest", "d/deeper/data.csv", "sub/dl", "d/dl"} {
+		f, errno := fsys.OpenFile(p, sys.O_RDONLY, 0)
+		if errno != 0 {
+			t.Errorf("open %s: %v", p, errno)
+			continue
+		}
+		buf := make([]byte, 8)
+		n, _ := f.Read(buf)
+		f.Close()
+		if string(buf[:n]) != "1,2" {
+			t.Errorf("%s reads %q", p, buf[:n])
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, "secret")); string(b) != "s3cr3t" {
+		t.Error("secret changed")
+	}
+}
+
+// TestSharedFilesAreUnshared: a file whose data is shared with a checkpoint
+// or a fork by a hard link gets its own copy before any change.
+func TestSharedFilesAreUnshared(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	for name, content := range map[string]string{"w": "original", "a": "original", "t": "original", "m": "original", "keep": "original"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o640)
+		if err := os.Link(filepath.Join(dir, name), filepath.Join(other, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := newQuotaFS(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	before := q.Used()
+	f := mustOpen(t, q, "w", sys.O_WRONLY)
+	f.Pwrite([]byte("CHANGED"), 0)
+	g := mustOpen(t, q, "a", sys.O_WRONLY|sys.O_APPEND)
+	g.Write([]byte("+more"))
+	h := mustOpen(t, q, "t", sys.O_WRONLY|sys.O_TRUNC)
+	h.Write([]byte("new"))
+	if errno := q.Chmod("m", 0o600); errno != 0 {
+		t.Fatal(errno)
+	}
+	r := mustOpen(t, q, "keep", sys.O_RDONLY)
+	r.Close()
+	for name, want := range map[string]string{"w": "CHANGEDl", "a": "original+more", "t": "new", "m": "original"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("%s in the workspace = %q, want %q", name, b, want)
+		}
+		if b, _ := os.ReadFile(filepath.Join(other, name)); string(b) != "original" {
+			t.Errorf("%s in the other copy = %q: the change leaked", name, b)
+		}
+	}
+	if st, _ := os.Stat(filepath.Join(other, "m")); st.Mode().Perm() != 0o640 {
+		t.Errorf("chmod leaked: %v", st.Mode())
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "t")); st.Mode().Perm() != 0o640 {
+		t.Errorf("truncated copy lost its mode: %v", st.Mode())
+	}
+	// Opening for reading shares on.
+	var sta, stb syscall.Stat_t
+	syscall.Stat(filepath.Join(dir, "keep"), &sta)
+	syscall.Stat(filepath.Join(other, "keep"), &stb)
+	if sta.Ino != stb.Ino {
+		t.Error("a read unshared the file")
+	}
+	if got, want := q.Used(), before+int64(len("+more"))+int64(len("new")-len("original")); got != want {
+		t.Errorf("Used = %d, want %d", got, want)
+	}
+}
+
+// TestIdleFSHoldsNoDescriptors: between turns a QuotaFS holds no file
+// descriptor, and the preopen's handle opens none to say it is a directory.
+func TestIdleFSHoldsNoDescriptors(t *testing.T) {
+	base := openFDs(t)
+	var all []*QuotaFS
+	for i := range 20 {
+		dir := filepath.Join(t.TempDir(), strconv.Itoa(i))
+		os.Mkdir(dir, 0o700)
+		q, err := newQuotaFS(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, q)
+		pre, errno := q.OpenFile(".", sys.O_RDONLY, 0) // what wazero does for the preopen
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		if isDir, _ := pre.IsDir(); !isDir {
+			t.Fatal("preopen is not a directory")
+		}
+		if _, errno := pre.Stat(); errno != 0 {
+			t.Fatal(errno)
+		}
+		f := mustOpen(t, q, "x", rw)
+		f.Close()
+		if got := openFDs(t) - base; got < 1 {
+			t.Fatalf("in a turn: %d descriptors; the root should be open", got)
+		}
+		q.Release()
+	}
+	if got := openFDs(t) - base; got != 0 {
+		t.Errorf("20 idle file systems hold %d descriptors, want 0", got)
+	}
+	for _, q := range all {
+		q.Close()
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting descriptors: %v", err)
+	}
+	return len(ents)
 }

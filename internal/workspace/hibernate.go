@@ -1,0 +1,327 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// janitor hibernates workspaces idle for HibernateAfter and drops the state
+// of those idle for IdleTTL. It checks every quarter of the shorter of the
+// two (at least every second, at most every minute), so a workspace goes
+// within 1.25 times its delay.
+func (m *Manager) janitor() {
+	defer close(m.janitorDone)
+	d := m.cfg.HibernateAfter
+	if d == 0 || m.cfg.IdleTTL > 0 && m.cfg.IdleTTL < d {
+		d = m.cfg.IdleTTL
+	}
+	t := time.NewTicker(min(max(d/4, time.Second), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			m.tidy(now)
+		}
+	}
+}
+
+// tidy is one round of the janitor.
+func (m *Manager) tidy(now time.Time) {
+	ctx := context.Background()
+	if ttl := m.cfg.IdleTTL; ttl > 0 {
+		cutoff := now.Add(-ttl)
+		for _, w := range m.claim(func(w *ws) bool { return !w.lastUsed.After(cutoff) }) {
+			m.dropState(w, note(ReasonIdleTTL))
+			m.releaseClaim(w)
+		}
+		if n := m.expireImages(cutoff); n > 0 {
+			m.log.Debug("dropped saved interpreters idle beyond idle_ttl", zap.Int("count", n))
+		}
+	}
+	if ha := m.cfg.HibernateAfter; ha > 0 {
+		cutoff := now.Add(-ha)
+		n := 0
+		for _, w := range m.claim(func(w *ws) bool { return !w.lastUsed.After(cutoff) }) {
+			saved, _ := m.hibernate(ctx, w, "")
+			n += saved
+			m.releaseClaim(w)
+		}
+		if n > 0 {
+			m.log.Debug("hibernated idle workspaces", zap.Int("interpreters", n))
+		}
+	}
+}
+
+// claim takes the turn of every idle workspace with live runners that pick
+// selects. The caller releases each turn.
+func (m *Manager) claim(pick func(*ws) bool) []*ws {
+	var out []*ws
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.wss {
+		if len(w.runners) > 0 && !w.busy && pick(w) && m.tryTurnLocked(w) {
+			w.refs++ // released by releaseClaim
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// hibernate saves w's live interpreters to disk and closes them; the next
+// run restores them. An interpreter that cannot be saved stays live when
+// unsaved is empty; otherwise it is closed too and its note says unsaved
+// (its state is lost). It returns how many interpreters were saved and why
+// the first one kept live could not be. The caller holds w's turn.
+func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (saved int, kept error) {
+	rs, lastUsed := m.liveRunners(w)
+	for lang, r := range rs {
+		err := ctx.Err()
+		var img Image
+		if err == nil {
+			img, err = r.Snapshot(ctx)
+		}
+		var size int64
+		if err == nil {
+			size, err = writeImage(w.state, lang, img, lastUsed)
+			if err == nil {
+				err = writeNote(w.state, lang, noteSaved)
+			}
+			if err != nil {
+				os.Remove(imagePath(w.state, lang))
+				if e := m.fds.check(err); e == nil {
+					m.log.Error("write image", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
+				}
+			}
+		}
+		if err != nil {
+			if unsaved == "" {
+				if kept == nil {
+					kept = fmt.Errorf("%s: %w", lang, err)
+				}
+				continue
+			}
+			m.log.Info("interpreter closed without saving", zap.String("workspace", w.key.id),
+				zap.String("language", lang), zap.String("reason", string(unsaved)), zap.Error(err))
+			m.closeRunner(w, lang, r)
+			if err := writeNote(w.state, lang, note(unsaved)); err != nil {
+				m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
+			}
+			continue
+		}
+		m.closeRunner(w, lang, r)
+		saved++
+		m.log.Debug("hibernated", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Int64("bytes", size))
+	}
+	return saved, kept
+}
+
+// liveRunners copies w's runners, and returns when it was last used.
+func (m *Manager) liveRunners(w *ws) (map[string]Runner, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := make(map[string]Runner, len(w.runners))
+	for l, r := range w.runners {
+		rs[l] = r
+	}
+	return rs, w.lastUsed
+}
+
+// releaseClaim releases a turn taken by claim or pickLRU.
+func (m *Manager) releaseClaim(w *ws) {
+	m.releaseTurn(w)
+	m.unref(w)
+}
+
+// hibernateAll hibernates every idle live workspace, several at once, until
+// ctx ends; interpreters that cannot be saved are closed (their next start
+// says ReasonRestarted). It returns how many were saved.
+func (m *Manager) hibernateAll(ctx context.Context) int {
+	claimed := m.claim(func(*ws) bool { return true })
+	var saved atomic.Int64
+	var wg sync.WaitGroup
+	next := make(chan *ws)
+	for range min(runtime.NumCPU(), max(len(claimed), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range next {
+				n, _ := m.hibernate(ctx, w, ReasonRestarted)
+				saved.Add(int64(n))
+				m.releaseClaim(w)
+			}
+		}()
+	}
+	for _, w := range claimed {
+		next <- w
+	}
+	close(next)
+	wg.Wait()
+	return int(saved.Load())
+}
+
+// pickLRU takes the turn of the least recently used idle workspace with
+// live runners, or returns nil. The caller releases it with releaseClaim.
+func (m *Manager) pickLRU() *ws {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lru *ws
+	for _, w := range m.wss {
+		if len(w.runners) > 0 && !w.busy && (lru == nil || w.lastUsed.Before(lru.lastUsed)) {
+			lru = w
+		}
+	}
+	if lru == nil || !m.tryTurnLocked(lru) {
+		return nil
+	}
+	lru.refs++
+	return lru
+}
+
+// shed hibernates least recently used idle workspaces until enough, given
+// the bytes freed so far, reports true or none is left (every live
+// workspace is busy), and returns the bytes freed. Interpreters that cannot
+// be saved are dropped (ReasonEvicted): the bound matters more.
+func (m *Manager) shed(enough func(freed int64) bool) int64 {
+	var freed int64
+	for !enough(freed) {
+		w := m.pickLRU()
+		if w == nil {
+			m.log.Debug("nothing idle to hibernate: every live workspace is busy")
+			break
+		}
+		before := m.heldBy(w)
+		m.hibernate(context.Background(), w, ReasonEvicted)
+		freed += before - m.heldBy(w)
+		m.releaseClaim(w)
+	}
+	return freed
+}
+
+// heldBy is the memory w's live interpreters held after their last runs.
+func (m *Manager) heldBy(w *ws) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, b := range w.mem {
+		n += b
+	}
+	return n
+}
+
+// makeRoom makes n more runners fit under MaxWorkspaces (see shed).
+func (m *Manager) makeRoom(n int) {
+	if m.cfg.MaxWorkspaces <= 0 {
+		return
+	}
+	m.shed(func(int64) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.live+n <= m.cfg.MaxWorkspaces
+	})
+}
+
+// fitMemory brings the memory of the live interpreters under MemoryBudget
+// (see shed).
+func (m *Manager) fitMemory() {
+	if m.cfg.MemoryBudget <= 0 {
+		return
+	}
+	m.shed(func(int64) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.memoryLocked() <= m.cfg.MemoryBudget
+	})
+}
+
+// Reclaim hibernates idle workspaces, least recently used first, until
+// their interpreters held need bytes or nothing idle is left, and returns
+// the bytes freed. The sandbox calls it before it refuses a guest's memory
+// growth for want of budget. It never waits for a busy workspace.
+func (m *Manager) Reclaim(need int64) int64 {
+	return m.shed(func(freed int64) bool { return freed >= need })
+}
+
+// expireImages drops the saved interpreters whose workspace was last used
+// before cutoff (an image's modification time is its workspace's last use)
+// and notes ReasonIdleTTL. Workspaces busy right now are skipped.
+func (m *Manager) expireImages(cutoff time.Time) int {
+	n := 0
+	principals, _ := os.ReadDir(m.cfg.DataDir)
+	for _, p := range principals {
+		sroot := filepath.Join(m.cfg.DataDir, p.Name(), stateDirName)
+		states, _ := os.ReadDir(sroot)
+		for _, s := range states {
+			if ValidateID(s.Name()) != nil {
+				continue
+			}
+			files, _ := os.ReadDir(filepath.Join(sroot, s.Name()))
+			stale := false
+			for _, f := range files {
+				if lang, ok := strings.CutSuffix(f.Name(), ".img"); ok && safeLanguage(lang) {
+					if info, err := f.Info(); err == nil && info.ModTime().Before(cutoff) {
+						stale = true
+					}
+				}
+			}
+			if stale && m.expire(p.Name(), s.Name(), cutoff) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// expire drops the stale images of one workspace under its turn, unless
+// it is busy or live.
+func (m *Manager) expire(pdir, id string, cutoff time.Time) bool {
+	m.mu.Lock()
+	w := m.refLocked(key{pdir, id})
+	if len(w.runners) > 0 || !m.tryTurnLocked(w) {
+		m.mu.Unlock()
+		m.unref(w)
+		return false
+	}
+	m.mu.Unlock()
+	defer m.releaseClaim(w)
+	dropped := false
+	for _, lang := range m.langs.offered() {
+		p := imagePath(w.state, lang)
+		if info, err := os.Stat(p); err == nil && info.ModTime().Before(cutoff) {
+			os.Remove(p)
+			if err := writeNote(w.state, lang, note(ReasonIdleTTL)); err != nil {
+				m.log.Error("workspace state note", zap.String("workspace", id), zap.Error(err))
+			}
+			dropped = true
+		}
+	}
+	return dropped
+}
+
+// Hibernate saves the workspace's live interpreters to disk and closes
+// them now, as idleness would after HibernateAfter; the next call restores
+// them. It takes the workspace's turn like Reset. An interpreter that
+// cannot be saved stays live, and the error says so (ErrNotSaveable).
+func (m *Manager) Hibernate(ctx context.Context, principal, id string) error {
+	return m.withTurn(ctx, principal, id, func(w *ws) error {
+		_, kept := m.hibernate(ctx, w, "")
+		if kept == nil {
+			return nil
+		}
+		if errors.Is(kept, ErrNotSaveable) {
+			return &Error{Code: NotSaveable, Err: kept, Msg: "an interpreter cannot be saved now: " + kept.Error()}
+		}
+		return &Error{Code: StartFailed, Err: kept, Msg: "could not save an interpreter: " + kept.Error()}
+	})
+}

@@ -1,0 +1,380 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"execd/internal/worker"
+)
+
+func TestHibernateAfterIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFactory("javascript", "python")
+		m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		runLang(t, m, "p", "w", "javascript", "set x js")
+		runLang(t, m, "p", "w", "python", "set x py")
+		time.Sleep(4 * time.Minute)
+		synctest.Wait()
+		if f.liveCount() != 2 {
+			t.Fatalf("hibernated before hibernate_after: live %d", f.liveCount())
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		if f.liveCount() != 0 {
+			t.Fatalf("live after hibernate_after: %d", f.liveCount())
+		}
+		if len(m.wss) != 0 {
+			t.Errorf("records kept after hibernation: %d", len(m.wss))
+		}
+		l := m.List("p")
+		if len(l) != 1 || l[0].Live || !l[0].Hibernated || len(l[0].Interpreters) != 2 || l[0].Interpreters[0].ImageBytes == 0 {
+			t.Errorf("List = %+v", l)
+		}
+		for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
+			out := runLang(t, m, "p", "w", lang, "get x")
+			if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+				t.Errorf("%s after hibernation: %+v", lang, out)
+			}
+		}
+	})
+}
+
+func TestHibernationKeepsWhatCannotBeSaved(t *testing.T) {
+	// A guest holding a file open cannot be imaged: it stays live (and
+	// keeps its state) rather than lose it to idleness.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFactory()
+		m, _ := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: time.Minute}, f, nil)
+		defer m.Close(context.Background())
+		run(t, m, "p", "w", "set x 1")
+		run(t, m, "p", "w", "open log.txt")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if f.liveCount() != 1 {
+			t.Fatalf("live = %d: a workspace with an open file was closed", f.liveCount())
+		}
+		if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || out.Result.Reset {
+			t.Errorf("%+v", out)
+		}
+		run(t, m, "p", "w", "close")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if f.liveCount() != 0 {
+			t.Fatalf("live = %d after the file was closed", f.liveCount())
+		}
+		if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || out.Result.Reset || !out.Restored {
+			t.Errorf("%+v", out)
+		}
+	})
+}
+
+func TestIdleTTLDropsImages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFactory()
+		dir := t.TempDir()
+		m, _ := NewManager(Config{DataDir: dir, HibernateAfter: time.Minute, IdleTTL: 30 * time.Minute}, f, nil)
+		defer m.Close(context.Background())
+		run(t, m, "p", "w", "set x 1")
+		run(t, m, "p", "w", "write keep.txt yes")
+		img := filepath.Join(dir, "p", stateDirName, "w", "javascript.img")
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if _, err := os.Stat(img); err != nil {
+			t.Fatalf("not hibernated: %v", err)
+		}
+		time.Sleep(40 * time.Minute)
+		synctest.Wait()
+		if _, err := os.Stat(img); !os.IsNotExist(err) {
+			t.Fatalf("image after idle_ttl: %v", err)
+		}
+		out := run(t, m, "p", "w", "get x")
+		if out.Result.Value != nil || out.ResetReason != ReasonIdleTTL || !out.Result.Reset {
+			t.Errorf("%+v %q", out.Result, out.ResetReason)
+		}
+		if out := run(t, m, "p", "w", "read keep.txt"); value(out.Result) != "yes" {
+			t.Errorf("files after idle_ttl: %s", value(out.Result))
+		}
+	})
+}
+
+func TestImagesThatCannotBeUsed(t *testing.T) {
+	// Each damaged image gives a fresh interpreter that says why, the files
+	// kept, and one warning; never a failed call.
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, f *fakeFactory, img string)
+		reason ResetReason
+	}{
+		{"stale", func(t *testing.T, f *fakeFactory, img string) { f.build = "2" }, ReasonImageStale},
+		{"truncated", func(t *testing.T, f *fakeFactory, img string) {
+			b, _ := os.ReadFile(img)
+			os.WriteFile(img, b[:len(b)/2], 0o600)
+		}, ReasonImageCorrupt},
+		{"flipped byte", func(t *testing.T, f *fakeFactory, img string) {
+			b, _ := os.ReadFile(img)
+			b[len(b)-5] ^= 0x40
+			os.WriteFile(img, b, 0o600)
+		}, ReasonImageCorrupt},
+		{"foreign header", func(t *testing.T, f *fakeFactory, img string) {
+			os.WriteFile(img, []byte("\x7fELF\x02\x01\x01 not an image at all"), 0o600)
+		}, ReasonImageCorrupt},
+		{"empty", func(t *testing.T, f *fakeFactory, img string) { os.WriteFile(img, nil, 0o600) }, ReasonImageCorrupt},
+		{"missing", func(t *testing.T, f *fakeFactory, img string) { os.Remove(img) }, ReasonImageCorrupt},
+		{"damaged note", func(t *testing.T, f *fakeFactory, img string) {
+			os.WriteFile(filepath.Join(filepath.Dir(img), "javascript.note"), []byte("\x00garbage"), 0o600)
+		}, ReasonImageCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := newFakeFactory()
+			m := newTestManager(t, Config{DataDir: dir}, f)
+			run(t, m, "p", "w", "set x 1")
+			run(t, m, "p", "w", "write keep.txt yes")
+			m.Close(context.Background())
+			tc.damage(t, f, filepath.Join(dir, "p", stateDirName, "w", "javascript.img"))
+
+			core, logs := observer.New(zapcore.WarnLevel)
+			m2, err := NewManager(Config{DataDir: dir}, f, zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m2.Close(context.Background())
+			out := run(t, m2, "p", "w", "get x")
+			if out.Result.Value != nil || !out.Result.Reset || out.ResetReason != tc.reason || out.Result.Status != worker.StatusError {
+				t.Errorf("%+v reason %q, want reset %q", out.Result, out.ResetReason, tc.reason)
+			}
+			if out.ResetReason.Sentence() == "" {
+				t.Error("no sentence for the reason")
+			}
+			if out := run(t, m2, "p", "w", "read keep.txt"); value(out.Result) != "yes" {
+				t.Errorf("files: %s", value(out.Result))
+			}
+			if out := run(t, m2, "p", "w", "set y 1"); out.Result.Reset {
+				t.Errorf("second run: %+v", out.Result)
+			}
+			if n := logs.Len(); tc.name != "damaged note" && n != 1 {
+				t.Errorf("%d warning lines, want 1: %v", n, logs.All())
+			}
+		})
+	}
+}
+
+func TestHammerHibernationKeepsEveryCount(t *testing.T) {
+	// Many calls over more workspaces than may be live: LRU hibernation
+	// churns, and no state is ever lost or reported reset.
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxConcurrentRuns: 3, MaxWorkspaces: 3}, f)
+	const workspaces, goroutines, rounds = 8, 12, 30
+	var mu sync.Mutex
+	want := map[string]int{}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				id := fmt.Sprintf("w%d", (g*7+i)%workspaces)
+				key := fmt.Sprintf("g%d", g)
+				out, err := m.Run(context.Background(), Request{Principal: "p", Workspace: id, Language: "js", Code: "get " + key})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if out.Result.Reset {
+					t.Errorf("%s: reset %q", id, out.ResetReason)
+				}
+				n := 0
+				if out.Result.Value != nil {
+					n, _ = strconv.Atoi(*out.Result.Value)
+				}
+				if _, err := m.Run(context.Background(), Request{Principal: "p", Workspace: id, Language: "js", Code: fmt.Sprintf("set %s %d", key, n+1)}); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				want[id+"/"+key]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if f.restored == 0 {
+		t.Error("nothing was ever hibernated and restored")
+	}
+	for k, n := range want {
+		id, key := k[:len("w0")], k[len("w0/"):]
+		out := run(t, m, "p", id, "get "+key)
+		if value(out.Result) != strconv.Itoa(n) {
+			t.Errorf("%s = %s, want %d", k, value(out.Result), n)
+		}
+	}
+	// Workspaces whose turn is held keep their runners, so the cap can be
+	// exceeded while calls queue; once they are idle it holds again.
+	if f.liveCount() > 3 {
+		t.Errorf("live = %d after the calls, cap 3", f.liveCount())
+	}
+}
+
+func TestCloseHibernatesEveryLiveWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeFactory()
+	m := newTestManager(t, Config{DataDir: dir}, f)
+	for i := range 10 {
+		run(t, m, "p", fmt.Sprintf("w%d", i), fmt.Sprintf("set x %d", i))
+	}
+	busy := startWait(t, m, f, "p", "busy", "b")
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(context.Background()) }()
+	// The idle ones are saved while the busy one runs on.
+	for i := range 10 {
+		img := filepath.Join(dir, "p", stateDirName, fmt.Sprintf("w%d", i), "javascript.img")
+		for {
+			if _, err := os.Stat(img); err == nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	f.release <- struct{}{}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if f.liveCount() != 0 {
+		t.Errorf("live after Close = %d", f.liveCount())
+	}
+	m2 := newTestManager(t, Config{DataDir: dir}, f)
+	for i := range 10 {
+		if out := run(t, m2, "p", fmt.Sprintf("w%d", i), "get x"); value(out.Result) != strconv.Itoa(i) || out.Result.Reset {
+			t.Errorf("w%d: %+v", i, out)
+		}
+	}
+	if out := run(t, m2, "p", "busy", "get x"); out.Result.Reset {
+		t.Errorf("the workspace busy at Close: %+v %q", out.Result, out.ResetReason)
+	}
+}
+
+func TestMemoryBudgetHibernatesIdle(t *testing.T) {
+	f := newFakeFactory() // each runner holds 1 MiB
+	m := newTestManager(t, Config{MemoryBudget: 3 << 20}, f)
+	for i := range 6 {
+		run(t, m, "p", fmt.Sprintf("w%d", i), "set x 1")
+		if h := m.Health(); h.MemoryBytes > 3<<20 {
+			t.Fatalf("after %d workspaces: %d bytes live, budget 3 MiB", i+1, h.MemoryBytes)
+		}
+	}
+	if f.liveCount() != 3 {
+		t.Errorf("live = %d, want 3", f.liveCount())
+	}
+	// Reclaim frees on demand, least recently used first.
+	if freed := m.Reclaim(2 << 20); freed != 2<<20 {
+		t.Errorf("Reclaim freed %d", freed)
+	}
+	if f.liveCount() != 1 {
+		t.Errorf("live after Reclaim = %d", f.liveCount())
+	}
+	if out := run(t, m, "p", "w5", "get x"); !out.Result.Reset && out.Restored {
+		t.Errorf("the most recent workspace was the one kept, yet it was restored: %+v", out)
+	}
+	if out := run(t, m, "p", "w0", "get x"); value(out.Result) != "1" || out.Result.Reset {
+		t.Errorf("w0: %+v", out)
+	}
+	l := m.List("p")
+	var mem int64
+	for _, in := range l {
+		mem += in.MemoryBytes
+	}
+	if mem == 0 || mem > 3<<20 {
+		t.Errorf("List reports %d bytes in memory", mem)
+	}
+}
+
+func TestCompilingGuestIsReported(t *testing.T) {
+	f := newFakeFactory("javascript", "python")
+	f.compiling = map[string]bool{"python": true}
+	m := newTestManager(t, Config{}, f)
+	s := newSink()
+	if _, err := m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "python", Code: "set a 1", Sink: s}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := s.messages(); len(msgs) != 1 || msgs[0] != "waiting for the python guest to compile" {
+		t.Errorf("progress: %q", msgs)
+	}
+	s2 := newSink()
+	m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "javascript", Code: "set a 1", Sink: s2})
+	if msgs := s2.messages(); len(msgs) != 0 {
+		t.Errorf("progress for a compiled guest: %q", msgs)
+	}
+}
+
+func TestFullMemoryBudgetHibernatesToMakeRoom(t *testing.T) {
+	// The sandbox refuses a new interpreter for want of budget: idle
+	// workspaces are hibernated until it fits, and the call runs.
+	f := newFakeFactory()
+	f.maxMem = 2
+	m := newTestManager(t, Config{MaxConcurrentRuns: 4}, f)
+	for i := range 5 {
+		if out := run(t, m, "p", fmt.Sprintf("w%d", i), fmt.Sprintf("set x %d", i)); out.Result.Status != worker.StatusOK {
+			t.Fatalf("w%d: %+v", i, out)
+		}
+	}
+	for i := range 5 {
+		if out := run(t, m, "p", fmt.Sprintf("w%d", i), "get x"); value(out.Result) != strconv.Itoa(i) || out.Result.Reset {
+			t.Errorf("w%d: %+v", i, out)
+		}
+	}
+	// When nothing idle is left, the refusal is the caller's.
+	busy := startWait(t, m, f, "p", "w0", "b")
+	busy2 := startWait(t, m, f, "p", "w1", "b")
+	_, err := m.Run(context.Background(), Request{Principal: "p", Workspace: "w9", Language: "js", Code: "set x 1"})
+	if !errors.Is(err, ErrStartFailed) || !errors.Is(err, ErrMemoryBudget) {
+		t.Errorf("with every live workspace busy: %v", err)
+	}
+	f.release <- struct{}{}
+	f.release <- struct{}{}
+	<-busy
+	<-busy2
+}
+
+func TestHibernateNow(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{}, f)
+	ctx := context.Background()
+	run(t, m, "p", "w", "set x 1")
+	if err := m.Hibernate(ctx, "p", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if f.liveCount() != 0 {
+		t.Errorf("live = %d", f.liveCount())
+	}
+	if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || !out.Restored {
+		t.Errorf("%+v", out)
+	}
+	run(t, m, "p", "w", "open f")
+	if err := m.Hibernate(ctx, "p", "w"); !errors.Is(err, ErrNotSaveable) {
+		t.Errorf("with an open file: %v", err)
+	}
+	if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" || out.Restored {
+		t.Errorf("kept live: %+v", out)
+	}
+	if err := m.Hibernate(ctx, "q", "w"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another principal: %v", err)
+	}
+}

@@ -1,0 +1,164 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Info describes one workspace for List.
+type Info struct {
+	ID string
+	// Languages lists the languages whose interpreter state is kept, live
+	// or hibernated, sorted; Interpreters has the detail.
+	Languages    []string
+	Interpreters []Interpreter
+	Live         bool      // at least one interpreter is in memory
+	Hibernated   bool      // at least one interpreter is saved on disk
+	Running      bool      // a call is running in it now
+	LastUsed     time.Time // last call's end; from the disk when not live
+	DiskBytes    int64     // its files, as the quota counts them
+	MemoryBytes  int64     // held by its live interpreters
+	StateBytes   int64     // its saved interpreters and checkpoints on disk
+	Checkpoints  []CheckpointInfo
+}
+
+// Interpreter is one language's kept state in a workspace.
+type Interpreter struct {
+	Language    string
+	Live        bool  // in memory; otherwise hibernated (saved on disk)
+	MemoryBytes int64 // when live: memory it held after its last run
+	ImageBytes  int64 // when hibernated: size of its image
+}
+
+// CheckpointInfo describes one checkpoint of a workspace.
+type CheckpointInfo struct {
+	Name      string
+	Created   time.Time
+	Languages []string // languages with a saved interpreter in it
+	Bytes     int64    // its images and files (shared file data counted in full)
+}
+
+// List returns the principal's workspaces, live ones and those on disk
+// only, most recently used first.
+func (m *Manager) List(principal string) []Info {
+	pd, err := principalDir(principal)
+	if err != nil {
+		return nil
+	}
+	pdir := filepath.Join(m.cfg.DataDir, pd)
+	infos := map[string]*Info{}
+	m.mu.Lock()
+	for k, w := range m.wss {
+		if k.pdir != pd || len(w.runners) == 0 && !w.busy {
+			continue // another principal's, or a record on its way in or out
+		}
+		in := &Info{ID: k.id, Running: w.running, LastUsed: w.lastUsed, DiskBytes: -1}
+		for lang := range w.runners {
+			in.Interpreters = append(in.Interpreters, Interpreter{Language: lang, Live: true, MemoryBytes: w.mem[lang]})
+			in.MemoryBytes += w.mem[lang]
+		}
+		if w.fs != nil {
+			in.DiskBytes = w.fs.Used()
+		}
+		infos[k.id] = in
+	}
+	m.mu.Unlock()
+
+	entries, _ := os.ReadDir(pdir)
+	for _, e := range entries {
+		if !e.IsDir() || ValidateID(e.Name()) != nil {
+			continue
+		}
+		in := infos[e.Name()]
+		if in == nil {
+			in = &Info{ID: e.Name(), DiskBytes: -1}
+			if fi, err := e.Info(); err == nil {
+				in.LastUsed = fi.ModTime()
+			}
+			infos[e.Name()] = in
+		}
+	}
+	out := make([]Info, 0, len(infos))
+	for _, in := range infos {
+		if in.DiskBytes < 0 {
+			in.DiskBytes, _ = diskUsage(filepath.Join(pdir, in.ID))
+		}
+		m.describeState(in, filepath.Join(pdir, stateDirName, in.ID))
+		out = append(out, *in)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastUsed.Equal(out[j].LastUsed) {
+			return out[i].LastUsed.After(out[j].LastUsed)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// describeState fills in what the state directory holds: hibernated
+// interpreters (for languages not live) and checkpoints.
+func (m *Manager) describeState(in *Info, state string) {
+	live := map[string]bool{}
+	for _, it := range in.Interpreters {
+		live[it.Language] = true
+	}
+	for _, lang := range m.langs.offered() {
+		if live[lang] || !readNote(state, lang).hasImage() {
+			continue
+		}
+		p := imagePath(state, lang)
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		in.Interpreters = append(in.Interpreters, Interpreter{Language: lang, ImageBytes: st.Size()})
+		in.StateBytes += st.Size()
+		if !in.Running && len(live) == 0 && st.ModTime().After(in.LastUsed) {
+			in.LastUsed = st.ModTime()
+		}
+	}
+	sort.Slice(in.Interpreters, func(i, j int) bool { return in.Interpreters[i].Language < in.Interpreters[j].Language })
+	for _, it := range in.Interpreters {
+		in.Languages = append(in.Languages, it.Language)
+		in.Live = in.Live || it.Live
+		in.Hibernated = in.Hibernated || !it.Live
+	}
+	in.Checkpoints = m.checkpoints(state)
+	for _, c := range in.Checkpoints {
+		in.StateBytes += c.Bytes
+	}
+}
+
+// checkpoints lists the checkpoints in a state directory, oldest first.
+func (m *Manager) checkpoints(state string) []CheckpointInfo {
+	root := filepath.Join(state, checkpointDirName)
+	ents, _ := os.ReadDir(root)
+	var out []CheckpointInfo
+	for _, e := range ents {
+		if !e.IsDir() || ValidateID(e.Name()) != nil {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		c := CheckpointInfo{Name: e.Name(), Bytes: treeSize(dir)}
+		if fi, err := os.Stat(filepath.Join(dir, filesDirName)); err == nil {
+			c.Created = fi.ModTime()
+		}
+		for _, lang := range m.langs.offered() {
+			if readNote(dir, lang).hasImage() {
+				c.Languages = append(c.Languages, lang)
+			}
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b CheckpointInfo) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}

@@ -1,0 +1,238 @@
+package workspace
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// On disk, under the data directory (see names.go for why no id can collide
+// with the names in ~):
+//
+//	<principal>/<id>/                          the files, mounted at /workspace
+//	<principal>/~state/<id>/<lang>.img         a saved interpreter (worker encoding)
+//	<principal>/~state/<id>/<lang>.note        what became of that language's state
+//	<principal>/~state/<id>/checkpoints/<name>/{<lang>.img, <lang>.note, files/}
+//
+// The guest sees only <principal>/<id>/. Everything under ~state belongs to
+// the Manager and is written only by the holder of the workspace's turn.
+const (
+	stateDirName      = "~state"
+	checkpointDirName = "checkpoints"
+	filesDirName      = "files"
+	// tmpPrefix starts the name of everything being built: a SIGKILL may
+	// leave such entries behind, and sweepTemps removes them at start.
+	tmpPrefix = "~tmp"
+)
+
+// note is the content of a <lang>.note file: the truth about one
+// language's interpreter state when no runner is live (see RATIONALE.md,
+// "What is the state model?").
+type note string
+
+const (
+	noteNone  note = ""      // no file: no state to lose
+	noteLive  note = "live"  // state lives in a runner of a running execd
+	noteSaved note = "saved" // <lang>.img is the state
+	noteClone note = "clone" // <lang>.img is the state of another workspace: restore it with fresh random seeds
+	// Any other content is a ResetReason: the state was lost for that
+	// reason and no run has said so yet.
+)
+
+func (n note) hasImage() bool { return n == noteSaved || n == noteClone }
+
+func imagePath(stateDir, lang string) string { return filepath.Join(stateDir, lang+".img") }
+func notePath(stateDir, lang string) string  { return filepath.Join(stateDir, lang+".note") }
+
+// readNote returns the note of lang in stateDir; a missing or unreadable
+// file is noteNone, a damaged one the reason image_corrupt.
+func readNote(stateDir, lang string) note {
+	b, err := os.ReadFile(notePath(stateDir, lang))
+	if err != nil {
+		return noteNone
+	}
+	n := note(strings.TrimSpace(string(b)))
+	switch n {
+	case noteLive, noteSaved, noteClone:
+		return n
+	}
+	if ResetReason(n).known() {
+		return n
+	}
+	return note(ReasonImageCorrupt)
+}
+
+// writeNote replaces lang's note (noteNone removes it). Notes are written
+// by rename, not synced: after a power cut a note may be older than the
+// last change, never half written.
+func writeNote(stateDir, lang string, n note) error {
+	p := notePath(stateDir, lang)
+	if n == noteNone {
+		return ignoreMissing(os.Remove(p))
+	}
+	return writeFileAtomic(p, func(w io.Writer) error {
+		_, err := io.WriteString(w, string(n)+"\n")
+		return err
+	}, false)
+}
+
+// writeImage writes img to lang's image file atomically and durably, with
+// its modification time set to lastUsed (the idle clock of idle_ttl). It
+// returns the bytes written.
+func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, error) {
+	p := imagePath(stateDir, lang)
+	var n int64
+	err := writeFileAtomic(p, func(w io.Writer) error {
+		var err error
+		n, err = img.WriteTo(w)
+		return err
+	}, true)
+	if err != nil {
+		return 0, err
+	}
+	if !lastUsed.IsZero() {
+		_ = os.Chtimes(p, lastUsed, lastUsed)
+	}
+	return n, nil
+}
+
+// readImage decodes lang's image through the Factory.
+func readImage(f Factory, stateDir, lang string) (Image, error) {
+	file, err := os.Open(imagePath(stateDir, lang))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: the image file is missing", ErrImageCorrupt)
+		}
+		return nil, err
+	}
+	defer file.Close()
+	return f.ReadImage(bufio.NewReaderSize(file, 256<<10))
+}
+
+// writeFileAtomic writes path through a temporary file in the same
+// directory, mode 0600, and renames it into place, so that a reader (or a
+// restart after SIGKILL) sees the old content or the new, never a part.
+// With durable, the file is synced before the rename and the directory
+// after it.
+func writeFileAtomic(path string, write func(io.Writer) error, durable bool) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	ok = true
+	if durable {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// fileSize is the size of path, 0 when it is missing.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// treeSize is the apparent size of the regular files below dir.
+func treeSize(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// sweepTemps removes what interrupted writes left under the data directory
+// (entries named tmpPrefix… that are older than before): in principal
+// directories (files being swapped in), in state directories (images and
+// notes) and in checkpoint directories (checkpoints being built).
+func sweepTemps(dataDir string, before time.Time) int {
+	removed := 0
+	sweep := func(dir string) {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), tmpPrefix) {
+				continue
+			}
+			if info, err := e.Info(); err != nil || !info.ModTime().Before(before) {
+				continue
+			}
+			if os.RemoveAll(filepath.Join(dir, e.Name())) == nil {
+				removed++
+			}
+		}
+	}
+	principals, _ := os.ReadDir(dataDir)
+	for _, p := range principals {
+		if !p.IsDir() {
+			continue
+		}
+		pdir := filepath.Join(dataDir, p.Name())
+		sweep(pdir)
+		states, _ := os.ReadDir(filepath.Join(pdir, stateDirName))
+		for _, s := range states {
+			sdir := filepath.Join(pdir, stateDirName, s.Name())
+			sweep(sdir)
+			sweep(filepath.Join(sdir, checkpointDirName))
+		}
+	}
+	return removed
+}

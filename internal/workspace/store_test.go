@@ -1,0 +1,144 @@
+package workspace
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// slowImage writes a fakeImage in small pieces, so that a kill lands in the
+// middle of a write.
+type slowImage struct{ *fakeImage }
+
+func (s slowImage) WriteTo(w io.Writer) (int64, error) {
+	var buf bytes.Buffer
+	s.fakeImage.WriteTo(&buf)
+	var n int64
+	for b := buf.Bytes(); len(b) > 0; {
+		k := min(len(b), 4096)
+		m, err := w.Write(b[:k])
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+		b = b[k:]
+		time.Sleep(50 * time.Microsecond)
+	}
+	return n, nil
+}
+
+// TestMain runs, in the process TestImageWriteSurvivesSIGKILL starts and
+// kills, imageWriterChild instead of the tests.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("EXECD_IMAGE_CHILD"); dir != "" {
+		imageWriterChild(dir)
+	}
+	os.Exit(m.Run())
+}
+
+// imageWriterChild rewrites one image over and over, generation after
+// generation, until it is killed.
+func imageWriterChild(dir string) {
+	big := strings.Repeat("v", 256<<10)
+	for gen := 1; ; gen++ {
+		img := slowImage{&fakeImage{Build: "1", Lang: "javascript", Vars: map[string]string{"gen": strconv.Itoa(gen), "big": big}}}
+		if _, err := writeImage(dir, "javascript", img, time.Time{}); err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote", gen)
+	}
+}
+
+func TestImageWriteSurvivesSIGKILL(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "p", stateDirName, "w")
+	os.MkdirAll(dir, 0o700)
+	f := newFakeFactory()
+	for round := range 8 {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "EXECD_IMAGE_CHILD="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		last := 0
+		for target := 2 + round; last < target && lines.Scan(); {
+			if n, ok := strings.CutPrefix(lines.Text(), "wrote "); ok {
+				last, _ = strconv.Atoi(n)
+			}
+		}
+		// Kill at a different point of the next write each round.
+		time.Sleep(time.Duration(round) * 700 * time.Microsecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if last == 0 {
+			t.Fatalf("round %d: the child wrote nothing", round)
+		}
+		img, err := readImage(f, dir, "javascript")
+		if err != nil {
+			t.Fatalf("round %d: after SIGKILL the image is broken: %v", round, err)
+		}
+		gen, _ := strconv.Atoi(img.(*fakeImage).Vars["gen"])
+		if gen != last && gen != last+1 {
+			t.Errorf("round %d: image of generation %d, last written %d", round, gen, last)
+		}
+		if st, err := os.Stat(imagePath(dir, "javascript")); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("image mode: %v %v", st.Mode(), err)
+		}
+	}
+	// What the kills left behind is swept, and only that.
+	os.WriteFile(filepath.Join(dir, "javascript.note"), []byte("saved\n"), 0o600)
+	sweepTemps(data, time.Now().Add(time.Second))
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "javascript.img,javascript.note" {
+		t.Errorf("after the sweep: %v", names)
+	}
+}
+
+func TestSweepTempsLayout(t *testing.T) {
+	data := t.TempDir()
+	old := []string{
+		"p/~tmp1", "p/~state/w/~tmp2", "p/~state/w/checkpoints/~tmp3/files/x",
+	}
+	keep := []string{"p/w/~tmpuser", "p/w/f", "p/~state/w/javascript.img", "p/~state/w/checkpoints/c/files/~tmp4"}
+	for _, p := range append(old, keep...) {
+		os.MkdirAll(filepath.Dir(filepath.Join(data, p)), 0o700)
+		os.WriteFile(filepath.Join(data, p), nil, 0o600)
+	}
+	if n := sweepTemps(data, time.Now().Add(time.Second)); n != 3 {
+		t.Errorf("removed %d, want 3", n)
+	}
+	for _, p := range []string{"p/~tmp1", "p/~state/w/~tmp2", "p/~state/w/checkpoints/~tmp3"} {
+		if _, err := os.Stat(filepath.Join(data, p)); !os.IsNotExist(err) {
+			t.Errorf("%s survived", p)
+		}
+	}
+	for _, p := range keep { // the user's files and finished checkpoints are never touched
+		if _, err := os.Stat(filepath.Join(data, p)); err != nil {
+			t.Errorf("%s removed", p)
+		}
+	}
+	// Fresh entries (another Manager at work) are kept.
+	os.WriteFile(filepath.Join(data, "p", "~tmpnew"), nil, 0o600)
+	if n := sweepTemps(data, time.Now().Add(-time.Minute)); n != 0 {
+		t.Errorf("removed %d fresh entries", n)
+	}
+}
