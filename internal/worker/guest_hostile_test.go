@@ -156,32 +156,33 @@ func TestJSValuePrinterUsesIntrinsics(t *testing.T) {
 // still stopped by its deadline, as a timeout, with its state kept, and its
 // handler is never called for it.
 func TestPythonStopIgnoresSignalHandlers(t *testing.T) {
-	w := newPyWorker(t, WorkerOptions{})
-	mustRun(t, w, "import signal\nkept = [1, 2]\ncalls = []", StatusOK)
 	for _, c := range []struct{ name, setup string }{
 		{"SIG_IGN", "signal.signal(signal.SIGINT, signal.SIG_IGN)"},
 		{"handler that returns", "signal.signal(signal.SIGINT, lambda *a: None)"},
 		{"handler that records", "signal.signal(signal.SIGINT, lambda *a: calls.append(a[0]))"},
 		{"handler that loops", "def h(*a):\n    while True: pass\nsignal.signal(signal.SIGINT, h)"},
-		{"SIG_DFL", "signal.signal(signal.SIGINT, signal.SIG_DFL)"},
+		{"handler that raises", "def h(*a):\n    raise ValueError('mine')\nsignal.signal(signal.SIGINT, h)"},
 	} {
-		mustRun(t, w, c.setup, StatusOK)
-		for _, loop := range []string{"while True: pass", "import time\ntime.sleep(3600)"} {
-			r := runWithTimeout(w, loop, 100*time.Millisecond)
-			if r.Status != StatusTimeout || r.Reset {
-				t.Fatalf("%s, %q: %s; want timeout, state kept", c.name, loop, describe(r))
+		t.Run(c.name, func(t *testing.T) {
+			w := newPyWorker(t, WorkerOptions{})
+			mustRun(t, w, "import signal\nkept = [1, 2]\ncalls = []\n"+c.setup+"\nmine = signal.getsignal(signal.SIGINT)", StatusOK)
+			for _, loop := range []string{"while True: pass", "import time\ntime.sleep(3600)", "try:\n    while True: pass\nexcept KeyboardInterrupt:\n    while True: pass"} {
+				r := runWithTimeout(w, loop, 100*time.Millisecond)
+				if r.Status != StatusTimeout || r.Reset {
+					t.Fatalf("%q: %s; want timeout, state kept", loop, firstLines(describe(r), 8))
+				}
+				if strings.Contains(r.Stderr, "Signal") || strings.Contains(r.Stderr, "Traceback") {
+					t.Errorf("%q: stderr %q", loop, r.Stderr)
+				}
 			}
-			if strings.Contains(r.Stderr, "Signal") || strings.Contains(r.Stderr, "Traceback") {
-				t.Errorf("%s, %q: stderr %q", c.name, loop, r.Stderr)
+			if got := pyValue(t, w, "kept, calls"); got != "([1, 2], [])" {
+				t.Fatalf("after the timeouts: %s; want the state kept and the handler never called", got)
 			}
-		}
-		if got := pyValue(t, w, "kept, calls"); got != "([1, 2], [])" {
-			t.Fatalf("after %s: %s", c.name, got)
-		}
-	}
-	// The code's own signal setting is left as it made it.
-	if got := pyValue(t, w, "signal.getsignal(signal.SIGINT) is signal.SIG_DFL"); got != "True" {
-		t.Errorf("SIGINT disposition changed: %s", got)
+			// The code's own signal setting is left as it made it.
+			if got := pyValue(t, w, "signal.getsignal(signal.SIGINT) is mine"); got != "True" {
+				t.Errorf("SIGINT disposition changed: %s", got)
+			}
+		})
 	}
 }
 
@@ -194,7 +195,7 @@ func TestPythonRecursionLimitClamped(t *testing.T) {
 	r := mustRun(t, w, "sys.setrecursionlimit(10**6)\nsys.getrecursionlimit()", StatusOK)
 	limit, err := strconv.Atoi(value(r))
 	if err != nil || limit >= 1_000_000 || limit < 1000 {
-		t.Fatalf("recursion limit after setrecursionlimit(10**6) = %s; want clamped, at least the default 1000", value(r))
+		t.Errorf("recursion limit after setrecursionlimit(10**6) = %s; want clamped, at least the default 1000", value(r))
 	}
 	if !strings.Contains(r.Stderr, "RuntimeWarning") {
 		t.Errorf("no warning for the clamped limit: stderr %q", r.Stderr)
@@ -218,7 +219,7 @@ func TestPythonRecursionLimitClamped(t *testing.T) {
 	}
 	for _, c := range deep {
 		// The deadline only bounds a failure: RecursionError comes long before.
-		r := runWithTimeout(w, c.code, 60*time.Second)
+		r := runWithTimeout(w, c.code, 30*time.Second)
 		if r.Status != StatusError || r.Error == nil || r.Error.Type != "RecursionError" || r.Reset {
 			t.Errorf("%s: %s; want RecursionError, state kept", c.name, firstLines(describe(r), 6))
 			if r.Reset {

@@ -30,21 +30,24 @@ _TB_KEEP = 50  # frames kept at each end of a long traceback
 
 # The streams on fds 1 and 2 (the run's captured stdout and stderr), as
 # CPython made them: unbuffered text, fds left open when closed.
-_stdio = {"stdout": sys.stdout, "stderr": sys.stderr}
-_stdio_fd = {"stdout": 1, "stderr": 2}
+_stdout, _stderr = sys.stdout, sys.stderr
+
+
+def _stream(fd):
+    return _io.TextIOWrapper(_io.FileIO(fd, "w", closefd=False), encoding="utf-8",
+                             errors="backslashreplace", newline="\n", write_through=True)
 
 
 def _restore_stdio():
     """Puts sys.stdout and sys.stderr back on the capture, whatever the last
     cell did to them (replaced, set to None, closed)."""
-    for name, fd in _stdio_fd.items():
-        f = _stdio[name]
-        if f.closed:
-            f = _stdio[name] = _io.TextIOWrapper(
-                _io.FileIO(fd, "w", closefd=False), encoding="utf-8",
-                errors="backslashreplace", newline="\n", write_through=True)
-        setattr(sys, name, f)
-        setattr(sys, "__%s__" % name, f)
+    global _stdout, _stderr
+    if _stdout.closed:
+        _stdout = _stream(1)
+    if _stderr.closed:
+        _stderr = _stream(2)
+    sys.stdout = sys.__stdout__ = _stdout
+    sys.stderr = sys.__stderr__ = _stderr
 
 
 def _await(coro):
