@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # name and cache are the caller's
 # Shared by build.sh and build-python.sh (sourced, not run): messages, the
 # Debian toolchain and source packages, the build lock, a heartbeat for long
 # compiles. The caller sets `name` (the prefix of its messages) and `cache`
