@@ -68,8 +68,11 @@ qjs=$(echo "$work"/quickjs-*)
 } >"$work/bootstrap.h"
 
 CC=(clang-14 --target=wasm32-wasi)
+# The prefix maps keep the build directories out of the output (assert()
+# names its file), so the same inputs give the same bytes anywhere.
 CFLAGS=(-O2 -g0 -mmutable-globals -D_GNU_SOURCE "-DCONFIG_VERSION=\"$QUICKJS_UPSTREAM\""
-	-DSTACK_SIZE=$STACK_SIZE -Wno-unused-but-set-variable -Wno-unused-variable)
+	"-DSTACK_SIZE=$STACK_SIZE" -Wno-unused-but-set-variable -Wno-unused-variable
+	"-fmacro-prefix-map=$qjs=quickjs" "-fmacro-prefix-map=$here=sandbox" "-fmacro-prefix-map=$work=build")
 
 say "compiling quickjs for wasm32-wasi"
 objs=() pids=()
