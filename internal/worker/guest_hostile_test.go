@@ -313,3 +313,37 @@ func TestPythonPrinterUsesOwnBuiltins(t *testing.T) {
 		t.Errorf("error = %s", describe(r))
 	}
 }
+
+// TestPythonSmallObjectBombLeavesWorkspaceUsable: a memory bomb made of
+// small objects (each its own malloc: CPython for WASI has no pymalloc)
+// meets the guest's heap cap, not the end of linear memory, so the
+// workspace answers afterwards and its memory can be freed and reused.
+func TestPythonSmallObjectBombLeavesWorkspaceUsable(t *testing.T) {
+	e, err := NewEngine(context.Background(), Config{StrictTermination: true, MemoryLimitMiB: 64}, nil)
+	if err != nil {
+		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
+	}
+	defer e.Close(context.Background())
+	for _, bomb := range []string{
+		"x = []\nwhile True: x.append(str(len(x)))",
+		"x = {}\nwhile True: x[len(x)] = [len(x)]",
+		"x = []\nwhile True: x.append(bytearray(1 << 20))",
+	} {
+		w, err := e.NewWorker(context.Background(), "python", WorkerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, w, "keep = 'kept'", StatusOK)
+		if r := mustRun(t, w, bomb, StatusOOM); r.Error == nil || r.Error.Type != "MemoryError" {
+			t.Errorf("%q: %s", bomb, describe(r))
+		}
+		if got := pyValue(t, w, "keep, len(x) > 0"); got != "('kept', True)" {
+			t.Errorf("after %q: %s", bomb, got)
+		}
+		mustRun(t, w, "del x\nimport gc\ngc.collect()", StatusOK)
+		if got := pyValue(t, w, "len(bytearray(20 << 20))"); got != "20971520" {
+			t.Errorf("memory not reusable after %q: %s", bomb, got)
+		}
+		w.Close()
+	}
+}

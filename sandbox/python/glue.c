@@ -71,9 +71,9 @@ static char *result_buf;    /* the current envelope: u32 length, then JSON */
 
 /* ---- allocator ----------------------------------------------------------
  * The heap cap handed to execd_init is enforced here, on every allocation
- * CPython makes (the raw domain, which pymalloc falls back to for large
- * blocks, and pymalloc's arenas), so that running out of memory is an
- * ordinary MemoryError and never bricks the instance:
+ * CPython makes (all three allocator domains, see install_allocators), so
+ * that running out of memory is an ordinary MemoryError and never bricks
+ * the instance:
  *  - each cell may allocate RESERVE bytes above the cap it starts with, so a
  *    cell that frees memory (`del data`) can still be compiled and run when
  *    earlier cells left the heap full;
@@ -180,39 +180,18 @@ static void raw_free(void *ctx, void *ptr)
     free(ptr);
 }
 
-static PyObjectArenaAllocator arena_orig;
-
-static void *arena_alloc(void *ctx, size_t size)
-{
-    void *p;
-    (void)ctx;
-    if (over_limit(size))
-        return NULL;
-    p = arena_orig.alloc(arena_orig.ctx, size);
-    if (!p) {
-        oom_fired = 1;
-        return NULL;
-    }
-    used += size;
-    return p;
-}
-
-static void arena_free(void *ctx, void *ptr, size_t size)
-{
-    (void)ctx;
-    if (!ptr)
-        return;
-    account_free(size);
-    arena_orig.free(arena_orig.ctx, ptr, size);
-}
-
+/* CPython for WASI is built without pymalloc (configure.ac), so the object
+   and "mem" domains default to plain malloc() without going through the raw
+   domain: all three must be counted, or nothing but the raw domain's few
+   kilobytes ever is, and a memory bomb runs into the end of linear memory
+   instead of the cap (where CPython's own error paths, short of memory
+   themselves, can leave the interpreter unable to compile a cell). */
 static void install_allocators(void)
 {
-    PyMemAllocatorEx raw = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
-    PyObjectArenaAllocator arena = {NULL, arena_alloc, arena_free};
-    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
-    PyObject_GetArenaAllocator(&arena_orig);
-    PyObject_SetArenaAllocator(&arena);
+    PyMemAllocatorEx counted = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &counted);
+    PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &counted);
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &counted);
 }
 
 /* ---- sleeping ------------------------------------------------------------
