@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the execd guests (qjs.wasm, QuickJS for JavaScript, here; python.wasm
-# and its stdlib by build-python.sh, which `make guests` runs after this) from Debian's registries alone, and copies
-# them into sandbox/guests/.
+# Builds the JavaScript guest, qjs.wasm (QuickJS), from Debian's registries
+# alone and copies it into sandbox/guests/. `make guests` runs this, then
+# build-python.sh for the Python guest.
 #
-#   bash sandbox/build.sh          # what `make guests` runs
+#   bash sandbox/build.sh
 #
 # Inputs: QuickJS source from Debian's source package (upstream pinned below,
 # any Debian revision, orig tarball checked against its sha256), our guest C
@@ -20,9 +20,10 @@ STACK_SIZE=$((2 << 20))
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${EXECD_CACHE:-$HOME/.cache/execd}
 out_dir=$here/guests
-
-say() { printf 'build.sh: %s\n' "$*" >&2; }
-die() { say "error: $*"; exit 1; }
+name=build.sh
+# shellcheck source=sandbox/lib.sh
+. "$here/lib.sh"
+start=$SECONDS
 
 # Everything that shapes the output goes into the key.
 key=$({
@@ -32,70 +33,24 @@ key=$({
 } | sha256sum | cut -c1-16)
 built=$cache/build/qjs-$key/qjs.wasm
 
-if [[ -f $built ]]; then
+install_output() {
 	mkdir -p "$out_dir"
-	cp "$built" "$out_dir/qjs.wasm"
+	cp "$built" "$out_dir/qjs.wasm.tmp" && mv "$out_dir/qjs.wasm.tmp" "$out_dir/qjs.wasm"
+}
+
+if [[ ! -f $built ]]; then
+	take_lock qjs
+fi
+if [[ -f $built ]]; then
+	install_output
 	say "qjs.wasm up to date (cache $key)"
 	exit 0
 fi
+say "building qjs.wasm (QuickJS $QUICKJS_UPSTREAM, cache $key)"
 
-# ---- toolchain -------------------------------------------------------------
-as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
-apt_updated=
-apt_update() {
-	[[ -n $apt_updated ]] && return
-	as_root apt-get update -qq >/dev/null || die "apt-get update failed"
-	apt_updated=1
-}
-
-pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 dpkg-dev xz-utils patch)
-missing=()
-for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-	say "installing ${missing[*]}"
-	apt_update
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed"
-fi
-
-# ---- QuickJS source from Debian (trixie deb-src) ----------------------------
-src_versions() { apt-cache showsrc quickjs 2>/dev/null | sed -n 's/^Version: //p'; }
-pick_version() { src_versions | grep -E "^${QUICKJS_UPSTREAM//./\\.}-[^-]+$" | sort -V | tail -n1; }
-
-version=$(pick_version || true)
-if [[ -z $version ]]; then
-	# Same file (and content) as build-python.sh: whichever runs first adds it.
-	list=/etc/apt/sources.list.d/execd-deb-src.sources
-	if [[ ! -f $list ]]; then
-		say "adding $list (deb-src: bookworm bookworm-updates trixie)"
-		mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		keyring=$(sed -n 's/^Signed-By: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n1)
-		as_root tee "$list" >/dev/null <<-EOF
-			Types: deb-src
-			URIs: ${mirror:-http://deb.debian.org/debian}
-			Suites: bookworm bookworm-updates trixie
-			Components: main
-			Signed-By: ${keyring:-/usr/share/keyrings/debian-archive-keyring.gpg}
-		EOF
-	fi
-	apt_updated=
-	apt_update
-	version=$(pick_version || true)
-	[[ -n $version ]] || die "no quickjs source package with upstream $QUICKJS_UPSTREAM (found: $(src_versions | tr '\n' ' ')); update QUICKJS_UPSTREAM and QUICKJS_ORIG_SHA256 after checking the new release"
-fi
-
-srcdir=$cache/src/quickjs
-orig=$srcdir/quickjs_${QUICKJS_UPSTREAM}.orig.tar.xz
-mkdir -p "$srcdir"
-if [[ ! -f $orig ]] || ! echo "$QUICKJS_ORIG_SHA256  $orig" | sha256sum -c --status; then
-	say "fetching quickjs $version source"
-	(cd "$srcdir" && apt-get source -qq --download-only "quickjs=$version" >/dev/null 2>&1) ||
-		die "apt-get source quickjs=$version failed"
-fi
-echo "$QUICKJS_ORIG_SHA256  $orig" | sha256sum -c --status ||
-	die "sha256 of $orig is $(sha256sum "$orig" | cut -d' ' -f1), expected $QUICKJS_ORIG_SHA256: upstream tarball changed, refusing to build"
+apt_install clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 dpkg-dev xz-utils patch
+orig=$cache/src/quickjs/quickjs_${QUICKJS_UPSTREAM}.orig.tar.xz
+fetch_orig quickjs "$QUICKJS_UPSTREAM" "$QUICKJS_ORIG_SHA256" "$orig"
 
 # ---- compile ---------------------------------------------------------------
 work=$(mktemp -d "$cache/work.XXXXXX")
@@ -113,20 +68,27 @@ qjs=$(echo "$work"/quickjs-*)
 } >"$work/bootstrap.h"
 
 CC=(clang-14 --target=wasm32-wasi)
+# The prefix maps keep the build directories out of the output (assert()
+# names its file), so the same inputs give the same bytes anywhere.
 CFLAGS=(-O2 -g0 -mmutable-globals -D_GNU_SOURCE "-DCONFIG_VERSION=\"$QUICKJS_UPSTREAM\""
-	-DSTACK_SIZE=$STACK_SIZE -Wno-unused-but-set-variable -Wno-unused-variable)
+	"-DSTACK_SIZE=$STACK_SIZE" -Wno-unused-but-set-variable -Wno-unused-variable
+	"-fmacro-prefix-map=$qjs=quickjs" "-fmacro-prefix-map=$here=sandbox" "-fmacro-prefix-map=$work=build")
 
-say "compiling quickjs $version for wasm32-wasi"
-objs=()
+say "compiling quickjs for wasm32-wasi"
+objs=() pids=()
 for f in quickjs libregexp libunicode cutils dtoa; do
 	"${CC[@]}" "${CFLAGS[@]}" -w -c "$qjs/$f.c" -o "$work/$f.o" &
-	objs+=("$work/$f.o")
+	pids+=($!) objs+=("$work/$f.o")
 done
 "${CC[@]}" "${CFLAGS[@]}" -Wall -Wextra -Wno-unused-parameter -I"$qjs" -I"$work" \
 	-c "$here/quickjs/guest.c" -o "$work/guest.o" &
-objs+=("$work/guest.o")
-wait_all() { local rc=0; for j in $(jobs -p); do wait "$j" || rc=1; done; return $rc; }
-wait_all || die "compile failed"
+pids+=($!) objs+=("$work/guest.o")
+wait_all() {
+	local rc=0 p
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	return $rc
+}
+with_heartbeat "compiling quickjs" wait_all || die "compile failed"
 
 # No -O on the link line: clang would run wasm-opt, which rejects the
 # exported mutable __stack_pointer.
@@ -134,7 +96,7 @@ wait_all || die "compile failed"
 	-Wl,--export=__stack_pointer -Wl,-z,stack-size=$STACK_SIZE -Wl,--strip-debug \
 	-o "$work/qjs.wasm" "${objs[@]}" || die "link failed"
 
-mkdir -p "$(dirname "$built")" "$out_dir"
+mkdir -p "$(dirname "$built")"
 cp "$work/qjs.wasm" "$built.tmp" && mv "$built.tmp" "$built"
-cp "$built" "$out_dir/qjs.wasm"
-say "built qjs.wasm ($(stat -c %s "$built") bytes, cache $key)"
+install_output
+say "built qjs.wasm ($(stat -c %s "$built") bytes, cache $key) in $(elapsed "$start")"

@@ -1,23 +1,16 @@
 # execd Python guest: runs one cell in __main__ with REPL semantics.
 # Embedded into python.wasm by build-python.sh and run once by glue.c's
-# execd_init; glue.c calls run_cell(source) per cell. Imports here are
-# builtin or frozen only (start-up time); traceback is imported on the
-# first error.
+# execd_init; glue.c calls run_cell(source) per cell and reseed() in a clone
+# of a memory image. Imports here are builtin or frozen only (start-up
+# time); traceback is imported on the first error. The names of builtins
+# used here come from a copy glue.c made before any cell ran.
 import _ast
+import _io
 import builtins
 import os
 import sys
 
 import execd
-
-# The host's interrupt trips SIGINT (cpython-wasi.patch): make sure it
-# raises KeyboardInterrupt.
-try:
-    import _signal
-
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-except (ImportError, OSError, ValueError):
-    pass
 
 # Relative paths in the code mean the workspace, when there is one.
 try:
@@ -33,6 +26,28 @@ _TOP_LEVEL_AWAIT = 0x2000  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80
 _count = 0
 _loop = None
+_TB_KEEP = 50  # frames kept at each end of a long traceback
+
+# The streams on fds 1 and 2 (the run's captured stdout and stderr), as
+# CPython made them: unbuffered text, fds left open when closed.
+_stdout, _stderr = sys.stdout, sys.stderr
+
+
+def _stream(fd):
+    return _io.TextIOWrapper(_io.FileIO(fd, "w", closefd=False), encoding="utf-8",
+                             errors="backslashreplace", newline="\n", write_through=True)
+
+
+def _restore_stdio():
+    """Puts sys.stdout and sys.stderr back on the capture, whatever the last
+    cell did to them (replaced, set to None, closed)."""
+    global _stdout, _stderr
+    if _stdout.closed:
+        _stdout = _stream(1)
+    if _stderr.closed:
+        _stderr = _stream(2)
+    sys.stdout = sys.__stdout__ = _stdout
+    sys.stderr = sys.__stderr__ = _stderr
 
 
 def _await(coro):
@@ -76,6 +91,29 @@ def _flush():
             pass
 
 
+def _cut(tb):
+    """Splices the middle out of a traceback longer than 2 * _TB_KEEP frames
+    (a RecursionError's has thousands, and formatting each costs a parse of
+    its line). Returns (frames left out, a function that undoes the cut)."""
+    n, t = 0, tb
+    while t is not None:
+        n, t = n + 1, t.tb_next
+    if n <= 2 * _TB_KEEP:
+        return 0, lambda: None
+    head = tb
+    for _ in range(_TB_KEEP - 1):
+        head = head.tb_next
+    tail = was = head.tb_next
+    for _ in range(n - 2 * _TB_KEEP):
+        tail = tail.tb_next
+    head.tb_next = tail
+
+    def undo():
+        head.tb_next = was
+
+    return n - 2 * _TB_KEEP, undo
+
+
 def _describe(exc):
     try:
         message = str(exc)
@@ -84,15 +122,33 @@ def _describe(exc):
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == "<execd>":
         tb = tb.tb_next
+    undo = []
     try:
         import linecache
         import traceback
 
         for name, src in _cells.items():
             linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+        omitted, u = _cut(tb)
+        undo.append(u)
+        seen, e = {id(exc)}, exc
+        while True:  # the chained exceptions' tracebacks too
+            e = e.__cause__ if e.__cause__ is not None else e.__context__
+            if e is None or id(e) in seen:
+                break
+            seen.add(id(e))
+            n, u = _cut(e.__traceback__)
+            omitted += n
+            undo.append(u)
         stack = "".join(traceback.format_exception(type(exc), exc, tb))
+        if omitted:
+            stack += "(%d frames of the traceback above are not shown)\n" % omitted
+        for u in undo:
+            u()
         traceback.clear_frames(exc.__traceback__)
     except BaseException:
+        for u in undo:
+            u()
         stack = "%s: %s\n" % (type(exc).__name__, message)
     return type(exc).__name__, message, stack
 
@@ -107,6 +163,7 @@ def run_cell(source):
         del _cells[next(iter(_cells))]
     exc = None
     value = None
+    _restore_stdio()
     try:
         execd._poll(True)
         try:
@@ -129,3 +186,20 @@ def run_cell(source):
     finally:
         exc = None
     return status, None, err
+
+
+def reseed():
+    """Fresh entropy for every random generator seeded so far (glue.c's
+    execd_reseed, in a clone of a memory image): the random module's global
+    instance (what CPython reseeds in a forked child) and tempfile's name
+    sequence. Generators the code made itself are its state, and stay as
+    they were."""
+    random = sys.modules.get("random")
+    inst = getattr(random, "_inst", None)
+    if inst is not None:
+        inst.seed()
+    tempfile = sys.modules.get("tempfile")
+    seq = getattr(tempfile, "_name_sequence", None)
+    rng = getattr(seq, "_rng", None)
+    if rng is not None:
+        rng.seed()

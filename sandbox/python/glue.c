@@ -26,10 +26,37 @@
    Modules/signalmodule.c, which polls it from the eval breaker. */
 IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
 
-/* Defined by cpython-wasi.patch in Modules/signalmodule.c. */
+/* Defined by cpython-wasi.patch: the host's stop request
+   (Modules/signalmodule.c), the stack guard (Python/ceval.c) and the
+   recursion limit's ceiling (Python/sysmodule.c). */
 extern int _Py_execd_poll_enabled;
 extern int _Py_execd_interrupt_fired;
+extern int _Py_execd_stop_pending;
 void _Py_ExecdCheckInterrupt(void);
+extern uintptr_t _Py_execd_stack_floor;
+extern int _Py_execd_max_recursion_limit;
+
+/* ---- stacks --------------------------------------------------------------
+ * The shadow stack is STACK_SIZE bytes at the bottom of linear memory
+ * (build-python.sh links with --stack-first), growing down towards 0:
+ * overflowing it is an out-of-bounds trap that loses the interpreter.
+ *  - STACK_MARGIN: every recursion check of CPython raises RecursionError
+ *    once the stack pointer is this close to the bottom (cpython-wasi.patch,
+ *    _Py_MakeRecCheck). No recursion count can do that job: the C stack a
+ *    level takes ranges from ~100 bytes (repr of a nested list) to over a
+ *    kilobyte (sorted() called from __lt__). The margin is what raising the
+ *    error, and the C frames between two checks, may still use.
+ *  - MAX_RECURSION_LIMIT: sys.setrecursionlimit() clamps to it. Python
+ *    calls take no C stack in 3.11, so past the stack guard the limit only
+ *    bounds Python frames: their heap, and the time to reach and unwind a
+ *    RecursionError of runaway recursion (under a second here). wazero's
+ *    own stack is never the first to run out: the guard stops every C
+ *    recursion first (see sandbox/ABI.md for the figures). */
+#ifndef STACK_SIZE
+#define STACK_SIZE (2 << 20)
+#endif
+#define STACK_MARGIN (256 << 10)
+#define MAX_RECURSION_LIMIT 100000
 
 /* Where the worker mounts python-stdlib.zip (read-only). */
 #define PYTHON_HOME L"/usr/local"
@@ -39,13 +66,14 @@ void _Py_ExecdCheckInterrupt(void);
 #define MAX_VALUE_BYTES (1 << 20)
 
 static PyObject *run_cell;  /* driver.py's run_cell(source) */
+static PyObject *reseed;    /* driver.py's reseed() */
 static char *result_buf;    /* the current envelope: u32 length, then JSON */
 
 /* ---- allocator ----------------------------------------------------------
  * The heap cap handed to execd_init is enforced here, on every allocation
- * CPython makes (the raw domain, which pymalloc falls back to for large
- * blocks, and pymalloc's arenas), so that running out of memory is an
- * ordinary MemoryError and never bricks the instance:
+ * CPython makes (all three allocator domains, see install_allocators), so
+ * that running out of memory is an ordinary MemoryError and never bricks
+ * the instance:
  *  - each cell may allocate RESERVE bytes above the cap it starts with, so a
  *    cell that frees memory (`del data`) can still be compiled and run when
  *    earlier cells left the heap full;
@@ -152,39 +180,18 @@ static void raw_free(void *ctx, void *ptr)
     free(ptr);
 }
 
-static PyObjectArenaAllocator arena_orig;
-
-static void *arena_alloc(void *ctx, size_t size)
-{
-    void *p;
-    (void)ctx;
-    if (over_limit(size))
-        return NULL;
-    p = arena_orig.alloc(arena_orig.ctx, size);
-    if (!p) {
-        oom_fired = 1;
-        return NULL;
-    }
-    used += size;
-    return p;
-}
-
-static void arena_free(void *ctx, void *ptr, size_t size)
-{
-    (void)ctx;
-    if (!ptr)
-        return;
-    account_free(size);
-    arena_orig.free(arena_orig.ctx, ptr, size);
-}
-
+/* CPython for WASI is built without pymalloc (configure.ac), so the object
+   and "mem" domains default to plain malloc() without going through the raw
+   domain: all three must be counted, or nothing but the raw domain's few
+   kilobytes ever is, and a memory bomb runs into the end of linear memory
+   instead of the cap (where CPython's own error paths, short of memory
+   themselves, can leave the interpreter unable to compile a cell). */
 static void install_allocators(void)
 {
-    PyMemAllocatorEx raw = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
-    PyObjectArenaAllocator arena = {NULL, arena_alloc, arena_free};
-    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
-    PyObject_GetArenaAllocator(&arena_orig);
-    PyObject_SetArenaAllocator(&arena);
+    PyMemAllocatorEx counted = {NULL, raw_malloc, raw_calloc, raw_realloc, raw_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &counted);
+    PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &counted);
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &counted);
 }
 
 /* ---- sleeping ------------------------------------------------------------
@@ -286,14 +293,14 @@ static PyObject *m_progress(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* _poll(on): lets the eval breaker poll the host's interrupt flag (only
-   while user code runs). Turning it off also discards a SIGINT tripped but
-   not yet delivered, so driver code that follows is never interrupted. */
+   while user code runs). Turning it off also discards a stop requested but
+   not yet raised, so driver code that follows is never interrupted. */
 static PyObject *m_poll(PyObject *self, PyObject *on)
 {
     (void)self;
     _Py_execd_poll_enabled = PyObject_IsTrue(on) == 1;
     if (!_Py_execd_poll_enabled)
-        (void)PyOS_InterruptOccurred();
+        _Py_execd_stop_pending = 0;
     Py_RETURN_NONE;
 }
 
@@ -453,23 +460,30 @@ static void put_escaped(buf_t *b)
 
 static int start_driver(void)
 {
-    PyObject *code, *ns, *main_mod;
+    PyObject *code, *ns, *builtins, *main_mod;
     int ret = -1;
     code = Py_CompileString(driver_py, "<execd>", Py_file_input);
     if (!code)
         return -1;
     ns = PyDict_New();
+    /* The driver sees a copy of the builtins: code that replaces
+       builtins.repr (or __import__) changes its own calls, not how the
+       driver prints values and errors. */
+    builtins = PyDict_Copy(PyEval_GetBuiltins());
     main_mod = PyImport_AddModule("__main__"); /* borrowed */
-    if (ns && main_mod && PyDict_SetItemString(ns, "__builtins__", PyEval_GetBuiltins()) == 0) {
+    if (ns && builtins && main_mod && PyDict_SetItemString(ns, "__builtins__", builtins) == 0) {
         PyObject *r = PyEval_EvalCode(code, ns, ns);
         if (r) {
             Py_DECREF(r);
             run_cell = PyDict_GetItemString(ns, "run_cell"); /* borrowed */
+            reseed = PyDict_GetItemString(ns, "reseed");     /* borrowed */
             Py_XINCREF(run_cell);
-            if (run_cell)
+            Py_XINCREF(reseed);
+            if (run_cell && reseed)
                 ret = 0;
         }
     }
+    Py_XDECREF(builtins);
     Py_XDECREF(ns);
     Py_DECREF(code);
     return ret;
@@ -487,6 +501,9 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     if (called)
         return -1;
     called = 1;
+    /* The stack is all but empty here: its bottom is STACK_SIZE below. */
+    _Py_execd_stack_floor = (uintptr_t)__builtin_frame_address(0) - STACK_SIZE + STACK_MARGIN;
+    _Py_execd_max_recursion_limit = MAX_RECURSION_LIMIT;
     if (mem_limit)
         heap_limit = cur_limit = mem_limit;
     install_allocators();
@@ -564,7 +581,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     }
     _Py_execd_poll_enabled = 0;
     _Py_execd_interrupt_fired = 0;
-    (void)PyOS_InterruptOccurred(); /* a stale trip from the last cell */
+    _Py_execd_stop_pending = 0; /* a stale request from the last cell */
     reset_limit();
 
     src = PyUnicode_DecodeUTF8(code, len, "surrogateescape");
@@ -574,7 +591,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
         Py_DECREF(src);
     }
     _Py_execd_poll_enabled = 0;
-    (void)PyOS_InterruptOccurred();
+    _Py_execd_stop_pending = 0;
 
     if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
         if (!r)
@@ -604,4 +621,22 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     Py_XDECREF(r);
     PyErr_Clear();
     return result_buf = finish(&b);
+}
+
+/* execd_reseed(): called by the host in a clone made from a memory image
+   (see sandbox/ABI.md): driver.py's reseed() gives every random generator
+   seeded so far fresh entropy. 0 on success. */
+EXPORT("execd_reseed") int32_t execd_reseed(void)
+{
+    PyObject *r;
+    if (!reseed)
+        return -1;
+    reset_limit();
+    r = PyObject_CallNoArgs(reseed);
+    if (!r) {
+        PyErr_Clear();
+        return -2;
+    }
+    Py_DECREF(r);
+    return 0;
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <wasi/api.h>
 
 #include "quickjs.h"
 
@@ -29,6 +30,9 @@ IMPORT("interrupted") int32_t host_interrupted(void);
 
 /* Added to QuickJS by quickjs-wasi.patch. */
 void JS_DiscardPendingJobs(JSRuntime *rt);
+void JS_SetRandomSeed(JSContext *ctx, uint64_t seed);
+/* In quickjs.c, not in its header: the interrupt's error cannot be caught. */
+int JS_IsUncatchableError(JSContext *ctx, JSValueConst val);
 
 /* QuickJS checks its recursion against the shadow stack (in linear memory),
    but each JS call also takes a wasm frame of ~15 KB on the engine's native
@@ -49,7 +53,8 @@ void JS_DiscardPendingJobs(JSRuntime *rt);
 static JSRuntime *rt;
 static JSContext *ctx;
 static JSValue helpers; /* object returned by the bootstrap script */
-static int interrupt_fired;
+static int interrupt_fired; /* the host's poll said stop during this cell */
+static int polling;         /* the interrupt handler asks the host */
 
 /* The current result envelope: u32 little-endian length, then JSON. */
 static char *result_buf;
@@ -227,12 +232,14 @@ static void buf_json(buf_t *b, const char *s, size_t n)
 /* ---- JS helpers ---------------------------------------------------------- */
 
 /* Runs the interrupt poll. QuickJS calls it every ~10k interpreter ticks
-   and inside regular expression backtracking. */
+   and inside regular expression backtracking. It asks the host only while
+   a cell runs (its code, its jobs and timers, the printing of its value or
+   error), never during the cleanup after it. */
 static int interrupt_handler(JSRuntime *r, void *opaque)
 {
     (void)r;
     (void)opaque;
-    if (host_interrupted()) {
+    if (polling && host_interrupted()) {
         interrupt_fired = 1;
         return 1;
     }
@@ -485,6 +492,17 @@ done:
     return ret;
 }
 
+/* seed_random: Math.random's state from the host's entropy (WASI
+   random_get). 0 on success. */
+static int seed_random(void)
+{
+    uint64_t seed;
+    if (__wasi_random_get((uint8_t *)&seed, sizeof(seed)) != 0)
+        return -1;
+    JS_SetRandomSeed(ctx, seed);
+    return 0;
+}
+
 /* execd_init(mem_limit): creates the interpreter. mem_limit is the byte cap
    of the JS heap (0 = none). Returns 0 on success. */
 EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
@@ -506,9 +524,21 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     ctx = JS_NewContext(rt);
     if (!ctx)
         return -3;
+    if (seed_random())
+        return -5;
     if (setup_globals())
         return -4;
     return 0;
+}
+
+/* execd_reseed(): called by the host in a clone made from a memory image
+   (see sandbox/ABI.md): every random generator seeded at init starts again
+   from fresh entropy. Here that is Math.random alone. 0 on success. */
+EXPORT("execd_reseed") int32_t execd_reseed(void)
+{
+    if (!ctx)
+        return -1;
+    return seed_random() ? -2 : 0;
 }
 
 /* execd_alloc(n): a buffer of n bytes (plus one spare byte the guest may
@@ -662,13 +692,19 @@ static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst r
 }
 
 /* Reports and forgets the tracked rejections, except the cell's own
-   promise (its rejection is the cell's error). */
+   promise (its rejection is the cell's error) and those whose reason is
+   the interrupt (a job the interrupt stopped rejects its promise with it:
+   that is the host's stop, not the code's error). */
 static void report_rejections(JSValueConst cell)
 {
     int i;
     char more[64];
     for (i = 0; i < n_rejections; i++) {
-        if (JS_VALUE_GET_PTR(rejections[i].promise) != JS_VALUE_GET_PTR(cell)) {
+        JSValueConst reason = rejections[i].reason;
+        if (JS_IsUncatchableError(ctx, reason)) {
+            /* a later `await` of that promise must be able to catch it */
+            JS_SetUncatchableError(ctx, reason, 0);
+        } else if (JS_VALUE_GET_PTR(rejections[i].promise) != JS_VALUE_GET_PTR(cell)) {
             size_t n = 0;
             const char *s = inspect(rejections[i].reason, &n);
             write_all(2, "Uncaught (in promise) ", 22);
@@ -700,6 +736,17 @@ static JSValue call_helper(const char *name)
     return r;
 }
 
+/* The error a cell stopped by the host ends with, when QuickJS did not
+   throw it itself (the stop came while sleeping, or a promise job swallowed
+   QuickJS's own into a rejection). */
+static JSValue interrupted_error(void)
+{
+    JSValue e = JS_NewError(ctx);
+    JS_DefinePropertyValueStr(ctx, e, "name", JS_NewString(ctx, "InternalError"), JS_PROP_C_W_E);
+    JS_DefinePropertyValueStr(ctx, e, "message", JS_NewString(ctx, "interrupted"), JS_PROP_C_W_E);
+    return e;
+}
+
 /* Sleeps ms milliseconds in slices, polling the host's interrupt.
    Returns -1 if interrupted. */
 static int sleep_ms(double ms)
@@ -724,12 +771,20 @@ static int sleep_ms(double ms)
 /* Runs the event loop of a cell: queued promise jobs, then timers (sleeping
    until each is due), until there is nothing left. On an uncaught exception
    (in a job only an interrupt or out of memory escape; a timer callback may
-   throw anything) it stores it in *exc and returns -1. */
+   throw anything) it stores it in *exc and returns -1. A promise job turns
+   every exception of its callback into a rejection, the interrupt too, so
+   the loop checks after each job whether the host's stop came: then the
+   cell ends, whatever queue it was draining. */
 static int run_loop(JSValue *exc)
 {
     JSContext *c;
     for (;;) {
-        int r = JS_ExecutePendingJob(rt, &c);
+        int r;
+        if (interrupt_fired) {
+            *exc = interrupted_error();
+            return -1;
+        }
+        r = JS_ExecutePendingJob(rt, &c);
         if (r < 0) {
             *exc = JS_GetException(c);
             return -1;
@@ -754,9 +809,7 @@ static int run_loop(JSValue *exc)
             if (JS_ToFloat64(ctx, &wait, v) || wait < 0)
                 return 0;
             if (sleep_ms(wait) < 0) {
-                *exc = JS_NewError(ctx);
-                JS_DefinePropertyValueStr(ctx, *exc, "name", JS_NewString(ctx, "InternalError"), JS_PROP_C_W_E);
-                JS_DefinePropertyValueStr(ctx, *exc, "message", JS_NewString(ctx, "interrupted"), JS_PROP_C_W_E);
+                *exc = interrupted_error();
                 return -1;
             }
             v = call_helper("runTimer");
@@ -797,8 +850,9 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
 {
     JSValue ret, exc = JS_UNDEFINED, val = JS_UNDEFINED;
     int failed = 0, state;
-    buf_t b = {0};
-    const char *status = "ok";
+    buf_t b = {0}, eb = {0}; /* the envelope, its error part */
+    const char *status = "ok", *shown = NULL;
+    size_t shown_len = 0;
 
     free(result_buf);
     result_buf = NULL;
@@ -812,6 +866,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     }
     JS_UpdateStackTop(rt);
     reset_limit(mstate);
+    polling = 1;
     code[len] = 0;
     /* A cell that cannot contain a top-level await is evaluated as a plain
        script: no async wrapper, no promise to settle. */
@@ -861,17 +916,39 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
         JS_FreeValue(ctx, ret);
     }
 
+    /* The value is printed while the host may still stop the cell: a
+       getter, a Proxy trap or toString in it is the cell's code. */
+    if (!failed && !JS_IsUndefined(val)) {
+        shown = inspect(val, &shown_len);
+        if (interrupt_fired) {
+            if (shown)
+                JS_FreeCString(ctx, shown);
+            shown = NULL;
+            failed = 1;
+            exc = interrupted_error();
+        }
+    }
+    /* A stop the host asked for is the status whatever the cell did after
+       it (see run_loop): the host maps it to timeout or interrupted. */
+    if (interrupt_fired)
+        status = "interrupted";
+    else if (failed && is_oom(exc))
+        status = "oom";
+    else if (failed)
+        status = "error";
     if (failed) {
-        if (interrupt_fired)
-            status = "interrupted";
-        else if (is_oom(exc))
-            status = "oom";
-        else
-            status = "error";
+        if (!strcmp(status, "oom"))
+            JS_RunGC(rt);
+        put_error(&eb, exc);
+    }
+
+    /* Cleanup, with the poll off: it must run to its end. */
+    polling = 0;
+    interrupt_fired = 0;
+    if (failed) {
         /* A failed cell leaves nothing behind to run later: no queued job,
            no timer (an interval would otherwise fire in every later cell). */
         JS_DiscardPendingJobs(rt);
-        interrupt_fired = 0;
         JS_FreeValue(ctx, call_helper("clearTimers"));
         if (JS_HasException(ctx))
             JS_FreeValue(ctx, JS_GetException(ctx));
@@ -882,23 +959,21 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     buf_puts(&b, status);
     buf_puts(&b, "\"");
     if (failed) {
-        if (!strcmp(status, "oom"))
-            JS_RunGC(rt);
-        put_error(&b, exc);
+        if (eb.failed)
+            b.failed = 1;
+        else
+            buf_put(&b, eb.p, eb.len);
     } else if (!JS_IsUndefined(val)) {
-        size_t n = 0;
-        const char *s;
-        interrupt_fired = 0;
-        s = inspect(val, &n);
         buf_puts(&b, ",\"value\":");
-        if (s) {
-            buf_json(&b, s, n > MAX_VALUE_BYTES ? MAX_VALUE_BYTES : n);
-            JS_FreeCString(ctx, s);
-        } else {
+        if (shown)
+            buf_json(&b, shown, shown_len > MAX_VALUE_BYTES ? MAX_VALUE_BYTES : shown_len);
+        else
             buf_puts(&b, "\"[unprintable value]\"");
-        }
     }
     buf_puts(&b, "}");
+    free(eb.p);
+    if (shown)
+        JS_FreeCString(ctx, shown);
     JS_FreeValue(ctx, exc);
     JS_FreeValue(ctx, val);
     if (failed && !strcmp(status, "oom"))
