@@ -1,7 +1,7 @@
 # execd — the two commands a fresh machine needs are `make run` and `make test`.
 GO      ?= go
 VERSION ?= 0.1.0
-LDFLAGS := -X execd/internal/frontend.ServerVersion=$(VERSION)
+LDFLAGS := -X main.version=$(VERSION)
 ARGS    ?=
 
 .PHONY: all build guests run test lint unit e2e bench fuzz soak clean

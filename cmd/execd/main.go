@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +27,10 @@ import (
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
+
+// version is execd's version, set at build time
+// (-ldflags "-X main.version=…").
+var version = "0.1.0"
 
 func main() {
 	os.Exit(run())
@@ -40,7 +45,7 @@ func run() int {
 	)
 	flag.Parse()
 	if *version {
-		fmt.Println("execd", frontend.ServerVersion)
+		fmt.Println("execd", version)
 		return 0
 	}
 	cfg, err := config.Load(*configPath)
@@ -89,13 +94,13 @@ func run() int {
 	}
 	defer func() { _ = mgr.Close(context.Background()) }()
 
-	srv, err := frontend.New(frontend.Options{Config: cfg, Executor: mgr, Languages: engine.Languages(), Logger: log.Named("mcp")})
+	srv, err := frontend.New(frontendOptions(cfg, mgr, engine.Languages(), log.Named("mcp")))
 	if err != nil {
 		log.Error("front end", zap.Error(err))
 		return 1
 	}
 
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
@@ -105,18 +110,42 @@ func run() int {
 	return serveHTTP(srv, cfg, log, sigs)
 }
 
+// frontendOptions maps the configuration onto the front end's options.
+func frontendOptions(cfg config.Config, exec frontend.Executor, langs []string, log *zap.Logger) frontend.Options {
+	return frontend.Options{
+		Executor:               exec,
+		Languages:              langs,
+		Version:                version,
+		Logger:                 log,
+		Path:                   cfg.Server.Path,
+		Listen:                 cfg.Server.Listen,
+		AllowedOrigins:         cfg.Server.AllowedOrigins,
+		AuthTokensFile:         cfg.Server.AuthTokensFile,
+		MaxBodyBytes:           cfg.Server.MaxBodyBytes,
+		MaxStreamsPerPrincipal: cfg.Server.MaxStreams,
+		ReadTimeout:            cfg.Server.ReadTimeout.Duration,
+		CancelOnDisconnect:     cfg.Protocol.CancelOnDisconnect,
+		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
+		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
+		RequestTimeout:         cfg.Limits.RequestTimeout.Duration,
+		MaxOutputBytes:         cfg.Limits.MaxOutputBytes,
+	}
+}
+
 func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		log.Error("listen", zap.Error(err))
 		return 1
 	}
+	conns := &connGauge{active: map[net.Conn]bool{}}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Duration,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		ConnState:         conns.track,
 	}
 	if cfg.Server.DebugListen != "" {
 		if err := serveDebug(cfg.Server.DebugListen, log); err != nil {
@@ -143,20 +172,15 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 				continue
 			}
 			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
-			done := make(chan struct{})
-			go func() {
-				// Stop accepting; in-flight handlers finish below.
-				_ = hs.Shutdown(context.Background())
-				close(done)
-			}()
-			grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
-			srv.Shutdown(grace)
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = hs.Close()
-			}
+			// Stop accepting at once; the calls in flight are answered by
+			// srv.Shutdown, then every connection that is not writing an
+			// answer (idle keep-alives, connections that never sent a
+			// request) is closed without waiting for net/http to find it
+			// idle.
+			go func() { _ = hs.Shutdown(context.Background()) }()
+			shutdown(srv, cfg.Server.ShutdownGrace.Duration, sigs, log)
+			conns.waitIdle(closeWait)
+			_ = hs.Close()
 			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("serve", zap.Error(err))
 			}
@@ -165,6 +189,10 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 		}
 	}
 }
+
+// closeWait bounds how long shutdown waits for answers already handed to
+// net/http to leave, after every call has answered.
+const closeWait = 5 * time.Second
 
 func serveStdio(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	done := make(chan error, 1)
@@ -181,11 +209,62 @@ func serveStdio(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <
 			if sig == syscall.SIGHUP {
 				continue
 			}
-			log.Info("shutting down", zap.String("signal", sig.String()))
-			grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
-			srv.Shutdown(grace)
-			cancel()
+			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
+			shutdown(srv, cfg.Server.ShutdownGrace.Duration, sigs, log)
 			return 0
+		}
+	}
+}
+
+// shutdown stops srv: the calls in flight get grace to finish and are then
+// told execd is shutting down. A second SIGINT or SIGTERM ends the grace
+// at once; the calls are still answered.
+func shutdown(srv *frontend.Server, grace time.Duration, sigs <-chan os.Signal, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					continue
+				}
+				log.Info("ending the shutdown grace", zap.String("signal", sig.String()))
+				cancel()
+			}
+		}
+	}()
+	srv.Shutdown(ctx)
+}
+
+// connGauge tracks the HTTP connections that are serving a request.
+type connGauge struct {
+	mu     sync.Mutex
+	active map[net.Conn]bool
+}
+
+func (g *connGauge) track(c net.Conn, st http.ConnState) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st == http.StateActive {
+		g.active[c] = true
+	} else {
+		delete(g.active, c)
+	}
+}
+
+// waitIdle waits, at most max, until no connection is serving a request.
+func (g *connGauge) waitIdle(max time.Duration) {
+	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		g.mu.Lock()
+		n := len(g.active)
+		g.mu.Unlock()
+		if n == 0 {
+			return
 		}
 	}
 }
