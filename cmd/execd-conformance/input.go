@@ -395,4 +395,3 @@ func mrtrMultiRound(ctx context.Context, c *frontend.Call, _ json.RawMessage) (a
 	color, _ := decodeElicit(got["step2"]).field("color")
 	return textResult(fmt.Sprintf("Hello, %s! Your favorite color is %s.", name, color)), nil
 }
-

@@ -108,7 +108,9 @@ func fixtureTools() []frontend.Tool {
 				"description": "Tool with JSON Schema 2020-12 features",
 				"inputSchema": jsonSchema202012(),
 			},
-			Run: func(context.Context, *frontend.Call, json.RawMessage) (any, *jsonrpc.Error) { return textResult("ok"), nil },
+			Run: func(context.Context, *frontend.Call, json.RawMessage) (any, *jsonrpc.Error) {
+				return textResult("ok"), nil
+			},
 		},
 		fixtureTool("test_reconnection", "Answers after a short delay (SSE polling scenario).", nil, nil,
 			func(ctx context.Context, _ *frontend.Call, _ json.RawMessage) (any, *jsonrpc.Error) {
@@ -201,4 +203,3 @@ func withProgress(ctx context.Context, c *frontend.Call, _ json.RawMessage) (any
 	}
 	return textResult("Progress test completed."), nil
 }
-
