@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
@@ -146,16 +147,22 @@ func TestModernStreamCloseCancelsRun(t *testing.T) {
 	}
 }
 
-// notifyingExec closes done when a run returns.
+// notifyingExec closes done when a run returns, and keeps how it ended.
 type notifyingExec struct {
 	*fakeExec
-	done chan struct{}
-	once sync.Once
+	done   chan struct{}
+	once   sync.Once
+	status worker.Status // of the first run, once done is closed
+	cause  error         // its context's cause
 }
 
 func (n *notifyingExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
-	defer n.once.Do(func() { close(n.done) })
-	return n.fakeExec.Run(ctx, req)
+	out, err := n.fakeExec.Run(ctx, req)
+	n.once.Do(func() {
+		n.status, n.cause = out.Result.Status, context.Cause(ctx)
+		close(n.done)
+	})
+	return out, err
 }
 
 func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
@@ -172,11 +179,15 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 	<-ex.started
 	cancel()
 	resp.Body.Close()
-	// The run is not cancelled by the close: it ends at execd's own deadline.
+	// The run is not cancelled by the close: it goes on to its end, which
+	// for this endless code is execd's own deadline.
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("run never ended")
+	}
+	if wrapped.status != worker.StatusTimeout || wrapped.cause != nil {
+		t.Fatalf("the run ended %s (context cause %v); want it to reach its timeout, uncancelled", wrapped.status, wrapped.cause)
 	}
 	if n := len(ex.runs); n != 1 {
 		t.Fatalf("runs: %d", n)
