@@ -494,24 +494,82 @@ func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
 
 func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1")
-	busy := make(chan map[string]any, 1)
-	go func() {
-		c := &mcp{t: t, url: d.url, modern: true}
-		args := map[string]any{"code": "while(true){}", "language": "javascript", "workspace": "a", "timeout_ms": 1500}
-		busy <- c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	}()
-	time.Sleep(300 * time.Millisecond)
 	c := &mcp{t: t, url: d.url, modern: true}
-	args := map[string]any{"code": "6*7", "language": "javascript", "workspace": "b", "timeout_ms": 1000}
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
+	call := func(ws, code string, timeoutMs int, token string) <-chan map[string]any {
+		args := map[string]any{"code": code, "language": "javascript", "workspace": ws, "timeout_ms": timeoutMs}
+		return c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": token}})
+	}
+	// The busy call reports from inside the guest: once that frame is in,
+	// it holds the only run slot.
+	busy := call("a", `progress(1, 0, "spinning"); while(true){}`, 1500, "busy")
+	for m := range busy {
+		if p, _ := m["params"].(map[string]any); p != nil && strings.Contains(fmt.Sprint(p["message"]), "spinning") {
+			break
+		}
+		if m["id"] != nil {
+			t.Fatalf("the busy call answered before it spun: %v", m)
+		}
+	}
+	queued := false
+	var sc map[string]any
+	for m := range call("b", "6*7", 1000, "waiting") {
+		if p, _ := m["params"].(map[string]any); p != nil && strings.HasPrefix(fmt.Sprint(p["message"]), "queued:") {
+			queued = true
+		}
+		if r, ok := m["result"].(map[string]any); ok {
+			sc, _ = r["structuredContent"].(map[string]any)
+		}
+	}
+	if !queued {
+		t.Fatal("the second call never said it was queued for the run slot")
+	}
 	if sc["status"] != "ok" || sc["result"] != "42" {
 		t.Fatalf("a call that waited for the only run slot longer than its timeout_ms: %v", sc)
 	}
-	if sc := (<-busy)["result"].(map[string]any)["structuredContent"].(map[string]any); sc["status"] != "timeout" {
+	var last map[string]any
+	for m := range busy {
+		last = m
+	}
+	if sc := last["result"].(map[string]any)["structuredContent"].(map[string]any); sc["status"] != "timeout" {
 		t.Fatalf("the busy call: %v", sc)
 	}
 	d.stop()
+}
+
+// stream posts one request and delivers every message of its SSE answer,
+// the response last.
+func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any {
+	c.t.Helper()
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	modernRequest(h, method, params)
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	ch := make(chan map[string]any, 16)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					ch <- m
+				}
+			}
+		}
+	}()
+	return ch
 }
 
 func TestPythonAndJavaScriptShareAWorkspace(t *testing.T) {

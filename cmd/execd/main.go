@@ -138,13 +138,14 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 		log.Error("listen", zap.Error(err))
 		return 1
 	}
-	conns := &connGauge{active: map[net.Conn]bool{}}
+	conns := &connGauge{serving: map[net.Conn]bool{}}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           conns.wrap(srv.Handler()),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Duration,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		ConnContext:       conns.remember,
 		ConnState:         conns.track,
 	}
 	if cfg.Server.DebugListen != "" {
@@ -173,10 +174,10 @@ func serveHTTP(srv *frontend.Server, cfg config.Config, log *zap.Logger, sigs <-
 			}
 			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
 			// Stop accepting at once; the calls in flight are answered by
-			// srv.Shutdown, then every connection that is not writing an
-			// answer (idle keep-alives, connections that never sent a
-			// request) is closed without waiting for net/http to find it
-			// idle.
+			// srv.Shutdown; then, once the answers have left, every other
+			// connection (idle keep-alives, connections that never sent a
+			// whole request) is closed, without waiting for net/http to
+			// find it idle, which takes seconds for a new connection.
 			go func() { _ = hs.Shutdown(context.Background()) }()
 			shutdown(srv, cfg.Server.ShutdownGrace.Duration, sigs, log)
 			conns.waitIdle(closeWait)
@@ -241,19 +242,39 @@ func shutdown(srv *frontend.Server, grace time.Duration, sigs <-chan os.Signal, 
 	srv.Shutdown(ctx)
 }
 
-// connGauge tracks the HTTP connections that are serving a request.
+// connGauge tracks the HTTP connections that are serving a request: from
+// the handler's start until net/http has written the response and the
+// connection is idle again. A connection still reading a request's headers
+// is not serving one.
 type connGauge struct {
-	mu     sync.Mutex
-	active map[net.Conn]bool
+	mu      sync.Mutex
+	serving map[net.Conn]bool
+}
+
+type connKey struct{}
+
+// remember is the server's ConnContext: a request's context knows its
+// connection.
+func (g *connGauge) remember(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (g *connGauge) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			g.mu.Lock()
+			g.serving[c] = true
+			g.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (g *connGauge) track(c net.Conn, st http.ConnState) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if st == http.StateActive {
-		g.active[c] = true
-	} else {
-		delete(g.active, c)
+	if st == http.StateIdle || st == http.StateHijacked || st == http.StateClosed {
+		g.mu.Lock()
+		delete(g.serving, c)
+		g.mu.Unlock()
 	}
 }
 
@@ -261,7 +282,7 @@ func (g *connGauge) track(c net.Conn, st http.ConnState) {
 func (g *connGauge) waitIdle(max time.Duration) {
 	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		g.mu.Lock()
-		n := len(g.active)
+		n := len(g.serving)
 		g.mu.Unlock()
 		if n == 0 {
 			return
