@@ -24,9 +24,11 @@ type Call struct {
 	method    string
 	params    json.RawMessage
 	meta      requestMeta
-	tool      *tool     // tools/call of a known tool
-	args      arguments // its arguments, read by exact key
-	peer      *peer     // nil for a modern HTTP request
+	toolCall  toolCallParams // tools/call: its params, read by prepareTool
+	toolErr   *jsonrpc.Error // why they could not be read
+	tool      *tool          // a known tool
+	args      arguments      // its arguments, read by exact key
+	peer      *peer          // nil for a modern HTTP request
 	out       sink
 	ctx       context.Context // the call's context, once registered
 	logMin    int             // least severe level sent as notifications/message; -1 none

@@ -21,11 +21,13 @@ import (
 // isLoopbackHost reports whether a Host header names this machine.
 func isLoopbackHost(host string) bool {
 	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
+	if strings.LastIndexByte(h, ':') > strings.LastIndexByte(h, ']') {
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
 	}
 	h = strings.Trim(h, "[]")
-	if strings.EqualFold(h, "localhost") {
+	if h == "127.0.0.1" || h == "::1" || strings.EqualFold(h, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(h)
@@ -49,8 +51,8 @@ func (s *Server) originAllowed(origin string) bool {
 
 // listenerIsLoopback reports whether the listen address is on a loopback
 // interface, where a foreign Host means DNS rebinding.
-func (s *Server) listenerIsLoopback() bool {
-	host, _, err := net.SplitHostPort(s.opts.Listen)
+func listenerIsLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return true
 	}
@@ -58,6 +60,20 @@ func (s *Server) listenerIsLoopback() bool {
 		return false
 	}
 	return isLoopbackHost(host)
+}
+
+// accepts reports which of the two answer types an Accept header admits;
+// the values real clients send are known without parsing.
+func accepts(accept string) (jsonOK, sseOK bool) {
+	switch accept {
+	case "", "*/*", "application/json, text/event-stream", "text/event-stream, application/json":
+		return true, true
+	case "application/json":
+		return true, false
+	case "text/event-stream":
+		return false, true
+	}
+	return acceptAdmits(accept, "application/json"), acceptAdmits(accept, "text/event-stream")
 }
 
 func acceptAdmits(accept, typ string) bool {

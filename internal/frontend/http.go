@@ -38,8 +38,13 @@ func writeJSONError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc
 	writeJSON(w, status, jsonrpc.EncodeError(id, e))
 }
 
+// Header values shared by every answer (net/http only reads them).
+var (
+	jsonContentType = []string{"application/json"}
+)
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -58,7 +63,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusForbidden, jsonrpc.NullID, policyError("Forbidden: origin %q is not allowed", origin))
 		return
 	}
-	if s.listenerIsLoopback() && !isLoopbackHost(r.Host) {
+	if s.loopback && !isLoopbackHost(r.Host) {
 		writeJSONError(w, http.StatusForbidden, jsonrpc.NullID, policyError("Forbidden: host %q is not allowed", r.Host))
 		return
 	}
@@ -130,10 +135,11 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 }
 
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal string) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		writeJSONError(w, http.StatusUnsupportedMediaType, jsonrpc.NullID, policyError("Unsupported Media Type: Content-Type must be application/json"))
-		return
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeJSONError(w, http.StatusUnsupportedMediaType, jsonrpc.NullID, policyError("Unsupported Media Type: Content-Type must be application/json"))
+			return
+		}
 	}
 	// A slow body is cut off by the read timeout; the deadline is lifted
 	// once the body is in, so that long SSE answers are not affected.
@@ -155,8 +161,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal str
 		writeJSONError(w, http.StatusBadRequest, jsonrpc.NullID, jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: cannot read the body"))
 		return
 	}
-	accept := r.Header.Get("Accept")
-	acceptJSON, acceptSSE := acceptAdmits(accept, "application/json"), acceptAdmits(accept, "text/event-stream")
+	acceptJSON, acceptSSE := accepts(r.Header.Get("Accept"))
 	if !acceptJSON && !acceptSSE {
 		writeJSONError(w, http.StatusNotAcceptable, jsonrpc.NullID, policyError("Not Acceptable: Accept must admit application/json or text/event-stream"))
 		return

@@ -170,8 +170,13 @@ type task struct {
 	m      method
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	undo   []func()
 	start  time.Time
+
+	scope       string      // its id is registered in this peer's scope
+	counted     bool        // it holds one count of the stream cap
+	session     *session    // it is in flight in this session
+	stopClose   func() bool // the end of its connection no longer cancels it
+	stopSession func() bool // the end of its session no longer cancels it
 }
 
 // register gives an admitted request its context and makes it reachable:
@@ -181,34 +186,31 @@ type task struct {
 // peer.
 func (s *Server) register(o *origin, a admission, c *Call, m method) (*task, *reply) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now()}
+	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now(), counted: o.proc == nil}
 	c.ctx = ctx
 	if a.peer != nil {
 		if !s.inflight.add(a.peer.scope, c.id, cancel) {
 			cancel(nil)
 			return nil, refuse(http.StatusOK, c.id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: request id %s is already in use", c.id))
 		}
-		scope, id := a.peer.scope, c.id
-		t.undo = append(t.undo, func() { s.inflight.remove(scope, id) })
-	}
-	if o.proc == nil {
-		principal := o.principal
-		t.undo = append(t.undo, func() { s.streams.release(principal) })
+		t.scope = a.peer.scope
 	}
 	// A modern stream close is the cancel (streamable-http.mdx of
 	// 2026-07-28); a legacy one is not, unless configured (RATIONALE.md).
 	if o.closed != nil && (a.era == EraModern || o.proc != nil || s.opts.CancelOnDisconnect) {
-		stop := context.AfterFunc(o.closed, func() { cancel(o.goneCause()) })
-		t.undo = append(t.undo, func() { stop() })
+		t.stopClose = context.AfterFunc(o.closed, t.clientGone)
 	}
 	if sess := a.session; sess != nil {
-		stop := context.AfterFunc(sess.ctx, func() { cancel(context.Cause(sess.ctx)) })
-		end := sess.begin()
-		t.undo = append(t.undo, func() { stop(); end() })
+		t.session = sess
+		t.stopSession = context.AfterFunc(sess.ctx, t.sessionEnded)
+		sess.begin()
 	}
 	s.calls.Add(1)
 	return t, nil
 }
+
+func (t *task) clientGone()   { t.cancel(t.o.goneCause()) }
+func (t *task) sessionEnded() { t.cancel(context.Cause(t.session.ctx)) }
 
 // run runs the task and answers; it must be called exactly once.
 func (t *task) run() {
@@ -219,9 +221,19 @@ func (t *task) run() {
 }
 
 func (t *task) end() {
+	if t.stopSession != nil {
+		t.stopSession()
+		t.session.end()
+	}
+	if t.stopClose != nil {
+		t.stopClose()
+	}
 	t.cancel(nil)
-	for i := len(t.undo) - 1; i >= 0; i-- {
-		t.undo[i]()
+	if t.counted {
+		t.s.streams.release(t.o.principal)
+	}
+	if t.scope != "" {
+		t.s.inflight.remove(t.scope, t.c.id)
 	}
 	t.s.calls.Done()
 }

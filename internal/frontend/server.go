@@ -130,6 +130,9 @@ type Server struct {
 	// stateKey protects the requestState of input_required rounds
 	// (input.go); fresh for every process.
 	stateKey []byte
+	// loopback: the listener is on a loopback address, so a foreign Host
+	// is refused.
+	loopback bool
 
 	// runCtx parents every call; it is cancelled with errShutdown once the
 	// shutdown grace is over. stopping is closed when shutdown begins, to
@@ -184,6 +187,7 @@ func New(opts Options) (*Server, error) {
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
 		stateKey:  key,
+		loopback:  listenerIsLoopback(opts.Listen),
 		runCtx:    ctx,
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),

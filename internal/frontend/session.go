@@ -28,12 +28,11 @@ type session struct {
 
 func (s *session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 
-// begin marks a call in flight; the returned end marks it done and counts
-// as use, so that idle time starts when the last call ends.
-func (s *session) begin() (end func()) {
-	s.active.Add(1)
-	return func() { s.touch(); s.active.Add(-1) }
-}
+// begin marks a call in flight; end marks it done and counts as use, so
+// that idle time starts when the last call ends.
+func (s *session) begin() { s.active.Add(1) }
+
+func (s *session) end() { s.touch(); s.active.Add(-1) }
 
 // expired reports whether the session has been idle longer than ttl.
 func (s *session) expired(ttl time.Duration) bool {

@@ -47,9 +47,9 @@ func (s *sseWriter) begin(keepAlive time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = sseContentType
+	h["Cache-Control"] = sseNoCache
+	h["X-Accel-Buffering"] = sseNoBuffering
 	s.w.WriteHeader(http.StatusOK)
 	s.keepAlive = keepAlive
 	s.timer = time.AfterFunc(headerDelay, s.tick)
@@ -122,6 +122,13 @@ func (s *sseWriter) put(parts [][]byte) error {
 	}
 	return nil
 }
+
+// The headers of every stream (net/http only reads them).
+var (
+	sseContentType = []string{"text/event-stream"}
+	sseNoCache     = []string{"no-cache"}
+	sseNoBuffering = []string{"no"}
+)
 
 var (
 	sseData      = []byte("data: ")

@@ -123,6 +123,7 @@ func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
 // result.
 func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 	p, jerr := parseToolCall(c.meta)
+	c.toolCall, c.toolErr = p, jerr
 	if jerr != nil || !jsonrpc.IsNull(p.Task) {
 		return nil
 	}
@@ -163,9 +164,9 @@ func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 }
 
 func (s *Server) callTool(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
-	p, jerr := parseToolCall(c.meta)
-	if jerr != nil {
-		return nil, jerr
+	p := c.toolCall
+	if c.toolErr != nil {
+		return nil, c.toolErr
 	}
 	if !jsonrpc.IsNull(p.Task) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Tasks are not supported: call %s without task", p.Name)
