@@ -11,10 +11,11 @@ import (
 
 // The era rules: which era a message is served in, which peer it belongs
 // to, and whether a request may run. HTTP decides per message, from the
-// body first and the headers as a cross-check (protocol.md §1.2); stdio
-// pins the process's era on its first accepted message (§1.3). The
-// refusals are answered with the HTTP status the rule names; stdio and
-// batch items carry only the JSON-RPC error.
+// body first (a _meta with io.modelcontextprotocol/protocolVersion is the
+// 2026-07-28 era; RATIONALE.md) and the headers as a cross-check; stdio
+// pins the process's era on its first accepted message. The refusals are
+// answered with the HTTP status the rule names; stdio and batch items
+// carry only the JSON-RPC error.
 
 // admission is what the era rules found for one message.
 type admission struct {
@@ -25,14 +26,21 @@ type admission struct {
 	logMin  int
 }
 
-// stdio era pins (protocol.md §1.3).
+// stdio era pins: a process starts unpinned, and its first accepted
+// message (initialize, or a request with the modern envelope) pins it;
+// errors do not pin, and ping answers before pinning.
 const (
 	pinNone int32 = iota
 	pinLegacy
 	pinModern
 )
 
-// admitHTTP applies protocol.md §1.2 steps 7–10 to one message of a POST.
+// admitHTTP classifies one message of a POST. In order: a client response
+// belongs to its session; initialize starts the legacy era (refused with a
+// modern MCP-Protocol-Version); a _meta claim is the modern era; a modern
+// header without a claim is refused (-32602, missing envelope); anything
+// else is legacy and needs a live session of this principal and a legacy
+// MCP-Protocol-Version, when one is sent.
 func (s *Server) admitHTTP(o *origin, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
 	hdr := o.header
 	if msg.IsResponse() {
@@ -110,8 +118,11 @@ func (s *Server) handshakeHTTP(o *origin, msg *jsonrpc.Message) *reply {
 	return &reply{status: http.StatusOK, id: msg.ID, result: res, session: sess.id}
 }
 
-// admitModern applies the modern request ladder (protocol.md §1.2 step 9,
-// and per line on stdio, where hdr is nil and no header is checked).
+// admitModern applies the modern request ladder, over HTTP and per line on
+// stdio (where hdr is nil and no header is checked): the envelope (-32602),
+// MCP-Protocol-Version equal to the envelope's version (-32020, checked
+// before the version itself), a supported version (-32022), Mcp-Method and
+// Mcp-Name equal to the body (-32020).
 func (s *Server) admitModern(msg *jsonrpc.Message, meta *requestMeta, hdr http.Header, hdrVersion string) (admission, *reply) {
 	a := admission{era: EraModern, logMin: -1}
 	if jerr := meta.validateModern(); jerr != nil {
@@ -135,7 +146,7 @@ func (s *Server) admitModern(msg *jsonrpc.Message, meta *requestMeta, hdr http.H
 	return a, nil
 }
 
-// admitStdio applies protocol.md §1.3 to one message of a stdio process.
+// admitStdio applies the era pin to one message of a stdio process.
 func (s *Server) admitStdio(o *origin, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
 	p := o.proc
 	a := admission{era: EraLegacy, peer: p.peer}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -61,10 +62,17 @@ func (s argSchema) declares(key string) bool {
 // -32602 answer that names the offending key.
 func (s argSchema) decode(tool string, raw json.RawMessage) (arguments, *jsonrpc.Error) {
 	var args arguments
+	var seen map[string]bool // beyond a few arguments, for the duplicate check
 	var bad *jsonrpc.Error
 	err := jsonrpc.Object(raw, func(k, v []byte) error {
 		key := string(k)
-		if args.get(key) != nil {
+		var dup bool
+		if seen != nil {
+			dup = seen[key]
+		} else {
+			dup = args.get(key) != nil
+		}
+		if dup {
 			bad = argError("Invalid params: the argument %q appears twice", key)
 			return errStop
 		}
@@ -77,11 +85,18 @@ func (s argSchema) decode(tool string, raw json.RawMessage) (arguments, *jsonrpc
 			}
 			if s.closed {
 				bad = argError("Invalid params: unknown argument %q; %s takes %s", key, tool, strings.Join(s.known, ", "))
-				bad.Data = map[string]any{"argument": key}
 				return errStop
 			}
 		}
 		args = append(args, argument{key: key, value: v})
+		if seen == nil && len(args) > 8 {
+			seen = make(map[string]bool, 2*len(args))
+			for _, a := range args {
+				seen[a.key] = true
+			}
+		} else if seen != nil {
+			seen[key] = true
+		}
 		return nil
 	})
 	if bad != nil {
@@ -93,8 +108,10 @@ func (s argSchema) decode(tool string, raw json.RawMessage) (arguments, *jsonrpc
 	return args, nil
 }
 
-var errStop = fmt.Errorf("stop")
+// errStop ends a walk whose answer is already known.
+var errStop = errors.New("stop")
 
+// argError is the -32602 answer naming the argument key, also in data.
 func argError(format, key string, more ...any) *jsonrpc.Error {
 	e := jsonrpc.Errorf(jsonrpc.CodeInvalidParams, format, append([]any{key}, more...)...)
 	e.Data = map[string]any{"argument": key}

@@ -295,12 +295,8 @@ func (p *postSink) close() {
 // in the session and gets its log line); the answers are collected into
 // one array.
 func (s *Server) serveBatch(w http.ResponseWriter, o *origin, body []byte) {
-	var items [][]byte
-	if err := jsonrpc.Array(body, func(item []byte) error { items = append(items, item); return nil }); err != nil {
-		_, jerr := jsonrpc.Decode(body) // encoding/json's words for the syntax error
-		if jerr == nil || jerr.Code != jsonrpc.CodeParseError {
-			jerr = jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: %v", err)
-		}
+	items, jerr := splitBatch(body)
+	if jerr != nil {
 		writeJSONError(w, http.StatusBadRequest, jsonrpc.NullID, jerr)
 		return
 	}
@@ -311,10 +307,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, o *origin, body []byte) {
 	}
 	msgs := make([]*jsonrpc.Message, len(items))
 	for i, it := range items {
-		m, jerr := jsonrpc.Decode(it)
-		if jerr == nil && (m.Method == "initialize" || readMeta(m.Params).claim) {
-			jerr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch may not carry initialize or a modern _meta")
-		}
+		m, jerr := decodeBatchItem(it)
 		if jerr != nil {
 			writeJSONError(w, http.StatusBadRequest, jsonrpc.NullID, jerr)
 			return
@@ -335,6 +328,29 @@ func (s *Server) serveBatch(w http.ResponseWriter, o *origin, body []byte) {
 		return
 	}
 	writeJSON(w, http.StatusOK, answers.array())
+}
+
+// splitBatch splits a batch into its items; a syntax error is -32700.
+func splitBatch(b []byte) ([][]byte, *jsonrpc.Error) {
+	var items [][]byte
+	if err := jsonrpc.Array(b, func(item []byte) error { items = append(items, item); return nil }); err != nil {
+		_, jerr := jsonrpc.Decode(b) // encoding/json's words for the syntax error
+		if jerr == nil || jerr.Code != jsonrpc.CodeParseError {
+			jerr = jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: %v", err)
+		}
+		return nil, jerr
+	}
+	return items, nil
+}
+
+// decodeBatchItem decodes one message of a batch, which may be neither
+// initialize nor of the modern era (batches exist only in 2025-03-26).
+func decodeBatchItem(b []byte) (*jsonrpc.Message, *jsonrpc.Error) {
+	m, jerr := jsonrpc.Decode(b)
+	if jerr == nil && (m.Method == "initialize" || readMeta(m.Params).claim) {
+		jerr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch may not carry initialize or a modern _meta")
+	}
+	return m, jerr
 }
 
 // batchAnswers collects the answers of a batch's requests, in the order

@@ -10,7 +10,7 @@ import (
 // Server-sent events: the answer of a request that may carry notifications
 // before its response (streamable-http.mdx: "text/event-stream"). execd
 // sends no event ids and no retry field, because it does not resume
-// streams (protocol.md Q-9).
+// streams (priming and Last-Event-ID resumption are not implemented).
 
 const keepAliveEvery = 15 * time.Second
 

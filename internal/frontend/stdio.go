@@ -160,9 +160,8 @@ func (l lineSink) accepted()             {}
 // once all have answered.
 func (s *Server) stdioBatch(o *origin, line []byte, wg *sync.WaitGroup) {
 	p := o.proc
-	var items [][]byte
-	if err := jsonrpc.Array(line, func(item []byte) error { items = append(items, item); return nil }); err != nil {
-		_, jerr := jsonrpc.Decode(line) // encoding/json's words for the syntax error
+	items, jerr := splitBatch(line)
+	if jerr != nil {
 		p.writeLine(jsonrpc.EncodeError(jsonrpc.NullID, jerr))
 		return
 	}
@@ -173,10 +172,7 @@ func (s *Server) stdioBatch(o *origin, line []byte, wg *sync.WaitGroup) {
 	answers := &batchAnswers{}
 	var bwg sync.WaitGroup
 	for _, it := range items {
-		msg, jerr := jsonrpc.Decode(it)
-		if jerr == nil && (msg.Method == "initialize" || readMeta(msg.Params).claim) {
-			jerr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch may not carry initialize or a modern _meta")
-		}
+		msg, jerr := decodeBatchItem(it)
 		if jerr != nil {
 			answers.add(jsonrpc.EncodeError(jsonrpc.NullID, jerr))
 			continue

@@ -183,7 +183,8 @@ func (s *Server) callTool(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 
 // toolResult is a CallToolResult whose text block is exactly the
 // structured content serialised, so that every client shows the model the
-// same thing (protocol.md §7.1).
+// same thing: Claude Code shows the model only structuredContent on
+// success and only the text on errors (RATIONALE.md).
 func toolResult(structured any, isError bool) map[string]any {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
