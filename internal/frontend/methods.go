@@ -172,7 +172,10 @@ func (s *Server) listen(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 	if err := c.Notify("notifications/subscriptions/acknowledged", map[string]any{
 		"_meta": subMeta, "notifications": map[string]any{},
 	}); err != nil {
-		return nil, nil
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: subscriptions/listen needs an answer that streams (Accept: text/event-stream)")
 	}
 	select {
 	case <-ctx.Done():

@@ -256,8 +256,12 @@ func (t *task) finish(res json.RawMessage, jerr *jsonrpc.Error) {
 		return
 	case jerr == nil && res == nil:
 		// The handler gave up because its context ended for execd's own
-		// reason (shutdown, a deadline): the client still waits.
-		jerr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: the request ended without a result: %v", context.Cause(t.ctx))
+		// reason (shutdown): the client still waits for an answer.
+		why := "the handler returned no result"
+		if cause := context.Cause(t.ctx); cause != nil {
+			why = cause.Error()
+		}
+		jerr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: the request ended without a result: %s", why)
 		fallthrough
 	case jerr != nil:
 		status = "error"
