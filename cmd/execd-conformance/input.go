@@ -111,14 +111,9 @@ func single(ctx context.Context, c *frontend.Call, owner string, in frontend.Inp
 	if jerr != nil {
 		return nil, jerr
 	}
-	got, pending, jerr := c.Gather(ctx, owner, r, []frontend.Input{in}, nil)
-	switch {
-	case jerr != nil:
-		return nil, jerr
-	case pending != nil:
-		return pending, nil
-	case got == nil:
-		return nil, nil
+	got, ok, res, jerr := c.Gather(ctx, owner, r, []frontend.Input{in}, nil)
+	if !ok {
+		return res, jerr
 	}
 	return done(got[in.Key]), nil
 }
@@ -264,28 +259,28 @@ func mrtrRequestState(owner string) func(context.Context, *frontend.Call, json.R
 			// Round 1, or a retry without the state: (re)start.
 			r.Responses = nil
 		}
-		got, pending, jerr := c.Gather(ctx, owner, r, []frontend.Input{confirm}, map[string]any{"round": 1})
-		switch {
-		case jerr != nil:
-			return nil, jerr
-		case pending != nil:
-			return pending, nil
-		case got == nil:
-			return nil, nil
+		got, ok, res, jerr := c.Gather(ctx, owner, r, []frontend.Input{confirm}, map[string]any{"round": 1})
+		if !ok {
+			return res, jerr
 		}
 		e := decodeElicit(got["confirm"])
 		return textResult("state-ok: the requestState verified; confirmation " + e.String()), nil
 	}
 }
 
-func mrtrMultiple(ctx context.Context, c *frontend.Call, _ json.RawMessage) (any, *jsonrpc.Error) {
-	const owner = "test_input_required_result_multiple_inputs"
-	all := []frontend.Input{
+// threeInputs are the inputs of the multiple-inputs and capabilities
+// fixtures: one of each kind.
+func threeInputs() []frontend.Input {
+	return []frontend.Input{
 		elicitName("user_name", "What is your name?", "name"),
 		sampleText("greeting", "Generate a greeting", 50),
 		listRoots("client_roots"),
 	}
-	return declared(ctx, c, owner, all, func(got map[string]json.RawMessage) any {
+}
+
+func mrtrMultiple(ctx context.Context, c *frontend.Call, _ json.RawMessage) (any, *jsonrpc.Error) {
+	const owner = "test_input_required_result_multiple_inputs"
+	return declared(ctx, c, owner, threeInputs(), func(got map[string]json.RawMessage) any {
 		var parts []string
 		if raw, ok := got["user_name"]; ok {
 			if name, ok := decodeElicit(raw).field("name"); ok {
@@ -304,12 +299,7 @@ func mrtrMultiple(ctx context.Context, c *frontend.Call, _ json.RawMessage) (any
 
 func mrtrCapabilities(ctx context.Context, c *frontend.Call, _ json.RawMessage) (any, *jsonrpc.Error) {
 	const owner = "test_input_required_result_capabilities"
-	all := []frontend.Input{
-		elicitName("user_name", "What is your name?", "name"),
-		sampleText("greeting", "Generate a greeting", 50),
-		listRoots("client_roots"),
-	}
-	return declared(ctx, c, owner, all, func(got map[string]json.RawMessage) any {
+	return declared(ctx, c, owner, threeInputs(), func(got map[string]json.RawMessage) any {
 		keys := make([]string, 0, len(got))
 		for k := range got {
 			keys = append(keys, k)
@@ -344,14 +334,9 @@ func declared(ctx context.Context, c *frontend.Call, owner string, ins []fronten
 	for i, in := range ask {
 		keys[i] = in.Key
 	}
-	got, pending, jerr := c.Gather(ctx, owner, r, ask, map[string]any{"asked": keys})
-	switch {
-	case jerr != nil:
-		return nil, jerr
-	case pending != nil:
-		return pending, nil
-	case got == nil:
-		return nil, nil
+	got, ok, res, jerr := c.Gather(ctx, owner, r, ask, map[string]any{"asked": keys})
+	if !ok {
+		return res, jerr
 	}
 	return done(got), nil
 }
@@ -369,28 +354,18 @@ func mrtrMultiRound(ctx context.Context, c *frontend.Call, _ json.RawMessage) (a
 		_ = json.Unmarshal(r.State["name"], &name)
 	}
 	if round < 2 {
-		got, pending, jerr := c.Gather(ctx, owner, r, []frontend.Input{elicitName("step1", "Step 1: What is your name?", "name")}, map[string]any{"round": 1})
-		switch {
-		case jerr != nil:
-			return nil, jerr
-		case pending != nil:
-			return pending, nil
-		case got == nil:
-			return nil, nil
+		got, ok, res, jerr := c.Gather(ctx, owner, r, []frontend.Input{elicitName("step1", "Step 1: What is your name?", "name")}, map[string]any{"round": 1})
+		if !ok {
+			return res, jerr
 		}
 		name, _ = decodeElicit(got["step1"]).field("name")
 		// The second round's responses are not in this retry.
 		r.Responses = nil
 	}
-	got, pending, jerr := c.Gather(ctx, owner, r, []frontend.Input{elicitName("step2", "Step 2: What is your favorite color?", "color")},
+	got, ok, res, jerr := c.Gather(ctx, owner, r, []frontend.Input{elicitName("step2", "Step 2: What is your favorite color?", "color")},
 		map[string]any{"round": 2, "name": name})
-	switch {
-	case jerr != nil:
-		return nil, jerr
-	case pending != nil:
-		return pending, nil
-	case got == nil:
-		return nil, nil
+	if !ok {
+		return res, jerr
 	}
 	color, _ := decodeElicit(got["step2"]).field("color")
 	return textResult(fmt.Sprintf("Hello, %s! Your favorite color is %s.", name, color)), nil

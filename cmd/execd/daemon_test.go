@@ -154,7 +154,8 @@ type mcp struct {
 	mu      sync.Mutex
 }
 
-func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+// post sends one request of the client's era and returns the response.
+func (c *mcp) post(method string, params map[string]any, hdr map[string]string) *http.Response {
 	c.t.Helper()
 	c.mu.Lock()
 	c.nextID++
@@ -184,6 +185,12 @@ func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) m
 	if err != nil {
 		c.t.Fatalf("%s: %v", method, err)
 	}
+	return resp
+}
+
+func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+	c.t.Helper()
+	resp := c.post(method, params, hdr)
 	defer resp.Body.Close()
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		c.session = sid
@@ -540,21 +547,7 @@ func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 // the response last.
 func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any {
 	c.t.Helper()
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	modernRequest(h, method, params)
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.mu.Unlock()
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s: %v", method, err)
-	}
+	resp := c.post(method, params, nil)
 	ch := make(chan map[string]any, 16)
 	go func() {
 		defer close(ch)

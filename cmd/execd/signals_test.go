@@ -48,14 +48,7 @@ func TestSecondSignalEndsTheShutdownGrace(t *testing.T) {
 			if res["isError"] != true || !strings.Contains(fmt.Sprint(sc["error"]), "shutting down") {
 				t.Fatalf("the running call answered %v", last)
 			}
-			select {
-			case err := <-d.exited:
-				if err != nil {
-					t.Fatalf("exit %v\n%s", err, d.logs())
-				}
-			case <-time.After(60 * time.Second):
-				t.Fatalf("no exit after the second %s\n%s", sig, d.logs())
-			}
+			waitExit(t, d.exited, d.logs)
 		})
 	}
 }
@@ -83,13 +76,19 @@ func TestStdioSecondSignalEndsTheShutdownGrace(t *testing.T) {
 	if err != nil || !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "shutting down") {
 		t.Fatalf("the running call answered %v (%v)", answer, err)
 	}
+	waitExit(t, p.exited, p.logs)
+}
+
+// waitExit waits for the process to exit 0, at most a minute.
+func waitExit(t *testing.T, exited <-chan error, logs func() string) {
+	t.Helper()
 	select {
-	case err := <-p.exited:
+	case err := <-exited:
 		if err != nil {
-			t.Fatalf("exit %v\n%s", err, p.logs())
+			t.Fatalf("exit %v\n%s", err, logs())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit after the second SIGTERM\n%s", p.logs())
+		t.Fatalf("no exit\n%s", logs())
 	}
 }
 
@@ -145,14 +144,7 @@ func TestIdleExitDoesNotWaitForSilentConnections(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the daemon has accepted both
 	start := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.exited:
-		if err != nil {
-			t.Fatalf("exit %v\n%s", err, d.logs())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no exit\n%s", d.logs())
-	}
+	waitExit(t, d.exited, d.logs)
 	if took := time.Since(start); took >= 2500*time.Millisecond {
 		t.Fatalf("exit took %v: it waited for connections that carried no request to answer", took)
 	}

@@ -92,18 +92,20 @@ func (c *Call) Retry(owner string) (Retry, *jsonrpc.Error) {
 
 // Gather obtains the client's answers to ins. Legacy: it asks the client
 // now, on the request's stream, one input after another. Modern: it takes
-// them from r; when some are missing it returns pending, an input_required
-// result asking for them, with state (if not nil) sealed as requestState
-// for owner. got holds every key of ins when complete. All three nil means
+// them from r; when some are missing the request must answer an
+// input_required result asking for them, with state (if not nil) sealed
+// as requestState for owner. When every answer is in, ok is true and got
+// holds each key of ins; otherwise the handler returns res and jerr as
+// they are: that input_required result, an error, or nothing at all when
 // the client went away while it was asked.
-func (c *Call) Gather(ctx context.Context, owner string, r Retry, ins []Input, state map[string]any) (got map[string]json.RawMessage, pending map[string]any, jerr *jsonrpc.Error) {
+func (c *Call) Gather(ctx context.Context, owner string, r Retry, ins []Input, state map[string]any) (got map[string]json.RawMessage, ok bool, res any, jerr *jsonrpc.Error) {
 	got = map[string]json.RawMessage{}
 	var missing []Input
 	for _, in := range ins {
 		if c.era == EraModern {
 			if raw, ok := r.Responses[in.Key]; ok {
 				if jerr := validateResponse(in, raw); jerr != nil {
-					return nil, nil, jerr
+					return nil, false, nil, jerr
 				}
 				got[in.Key] = raw
 				continue
@@ -111,30 +113,27 @@ func (c *Call) Gather(ctx context.Context, owner string, r Retry, ins []Input, s
 			missing = append(missing, in)
 			continue
 		}
-		res, jerr := c.askClient(ctx, in.Method, in.Params)
-		if jerr != nil {
-			return nil, nil, jerr
+		answer, jerr := c.askClient(ctx, in.Method, in.Params)
+		if jerr != nil || answer == nil {
+			return nil, false, nil, jerr
 		}
-		if res == nil {
-			return nil, nil, nil
+		if jerr := validateResponse(in, answer); jerr != nil {
+			return nil, false, nil, jerr
 		}
-		if jerr := validateResponse(in, res); jerr != nil {
-			return nil, nil, jerr
-		}
-		got[in.Key] = res
+		got[in.Key] = answer
 	}
 	if len(missing) == 0 {
-		return got, nil, nil
+		return got, true, nil, nil
 	}
 	reqs := map[string]any{}
 	for _, in := range missing {
 		reqs[in.Key] = map[string]any{"method": in.Method, "params": in.Params}
 	}
-	pending = map[string]any{"resultType": "input_required", "inputRequests": reqs}
+	pending := map[string]any{"resultType": "input_required", "inputRequests": reqs}
 	if state != nil {
 		pending["requestState"] = c.srv.sealState(c.principal, owner, state)
 	}
-	return nil, pending, nil
+	return nil, false, pending, nil
 }
 
 // askClient sends a server-to-client request on the call's own stream and

@@ -85,67 +85,71 @@ func readMeta(params json.RawMessage) requestMeta {
 		return m
 	}
 	m.head.object = true
-	twice := ""
-	_ = jsonrpc.Object(params, func(k, v []byte) error {
-		var slot *json.RawMessage
+	if twice := readFields(params, func(k []byte) *json.RawMessage {
 		switch string(k) {
 		case "_meta":
-			slot = &m.head.meta
+			return &m.head.meta
 		case "name":
-			slot = &m.head.name
+			return &m.head.name
 		case "uri":
-			slot = &m.head.uri
+			return &m.head.uri
 		case "arguments":
-			slot = &m.head.arguments
+			return &m.head.arguments
 		case "task":
-			slot = &m.head.task
+			return &m.head.task
 		case "cursor":
-			slot = &m.head.cursor
-		default:
-			return nil
+			return &m.head.cursor
 		}
-		if *slot != nil && twice == "" {
-			twice = string(k)
-		}
-		*slot = v
 		return nil
-	})
-	if twice != "" {
+	}); twice != "" {
 		m.bad = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
 	}
 	if !jsonrpc.IsObject(m.head.meta) {
 		return m
 	}
-	_ = jsonrpc.Object(m.head.meta, func(k, v []byte) error {
-		var slot *json.RawMessage
+	if twice := readFields(m.head.meta, func(k []byte) *json.RawMessage {
 		switch string(k) {
 		case metaVersion:
-			slot = &m.version
+			return &m.version
 		case metaCapabilities:
-			slot = &m.capabilities
+			return &m.capabilities
 		case metaClientInfo:
-			slot = &m.clientInfo
+			return &m.clientInfo
 		case metaLogLevel:
-			slot = &m.logLevelRaw
+			return &m.logLevelRaw
 		case "progressToken":
-			slot = &m.progressToken
+			return &m.progressToken
 		case traceKeys[0]:
-			slot = &m.trace[0]
+			return &m.trace[0]
 		case traceKeys[1]:
-			slot = &m.trace[1]
+			return &m.trace[1]
 		case traceKeys[2]:
-			slot = &m.trace[2]
-		default:
-			return nil
+			return &m.trace[2]
 		}
-		if *slot != nil && m.bad == nil {
-			m.bad = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in _meta", string(k))
-		}
-		*slot = v
 		return nil
-	})
+	}); twice != "" && m.bad == nil {
+		m.bad = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in _meta", twice)
+	}
 	m.claim = m.version != nil
 	return m
+}
+
+// readFields reads the members of the object obj that slot names (it
+// returns where each goes, or nil for a member not read), by exact key. It
+// returns the first of those keys that appears twice, or "".
+func readFields(obj []byte, slot func(key []byte) *json.RawMessage) (twice string) {
+	_ = jsonrpc.Object(obj, func(k, v []byte) error {
+		p := slot(k)
+		if p == nil {
+			return nil
+		}
+		if *p != nil && twice == "" {
+			twice = string(k)
+		}
+		*p = v
+		return nil
+	})
+	return twice
 }
 
 // validateModern checks the modern envelope (schema RequestMetaObject):
@@ -256,29 +260,20 @@ func (m *requestMeta) hasCapability(name string) bool {
 // object with a string name. It returns the requested version.
 func validateInitialize(params json.RawMessage) (string, *jsonrpc.Error) {
 	var version, caps, info json.RawMessage
-	twice := ""
 	if !jsonrpc.IsObject(params) {
 		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo")
 	}
-	_ = jsonrpc.Object(params, func(k, v []byte) error {
-		var slot *json.RawMessage
+	if twice := readFields(params, func(k []byte) *json.RawMessage {
 		switch string(k) {
 		case "protocolVersion":
-			slot = &version
+			return &version
 		case "capabilities":
-			slot = &caps
+			return &caps
 		case "clientInfo":
-			slot = &info
-		default:
-			return nil
+			return &info
 		}
-		if *slot != nil && twice == "" {
-			twice = string(k)
-		}
-		*slot = v
 		return nil
-	})
-	if twice != "" {
+	}); twice != "" {
 		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
 	}
 	v, ok := jsonrpc.String(version)

@@ -206,18 +206,8 @@ func (r *reader) object(each func(key, value []byte) error) error {
 				return err
 			}
 		}
-		r.space()
-		if r.i >= len(r.b) {
-			return errSyntax
-		}
-		switch r.b[r.i] {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err := r.next('}'); !more {
+			return err
 		}
 	}
 }
@@ -244,20 +234,28 @@ func (r *reader) array(each func(item []byte) error) error {
 				return err
 			}
 		}
-		r.space()
-		if r.i >= len(r.b) {
-			return errSyntax
-		}
-		switch r.b[r.i] {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err := r.next(']'); !more {
+			return err
 		}
 	}
+}
+
+// next reads what follows a member or an item: a comma (more follows) or
+// the closing bracket.
+func (r *reader) next(closing byte) (more bool, err error) {
+	r.space()
+	if r.i >= len(r.b) {
+		return false, errSyntax
+	}
+	switch r.b[r.i] {
+	case ',':
+		r.i++
+		return true, nil
+	case closing:
+		r.i++
+		return false, nil
+	}
+	return false, errSyntax
 }
 
 // whole runs read on b, which must hold one value and nothing but white
