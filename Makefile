@@ -54,7 +54,7 @@ FUZZSCALE ?= 1
 FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObject:200000 \
 	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
 	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
-	./internal/frontend:FuzzAppendJSONString:200000 ./internal/config:FuzzParse:40000 \
+	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
 	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -195,7 +195,9 @@ func (r *reader) object(each func(key, value []byte) error) error {
 		}
 		if each != nil {
 			key := r.b[ks+1 : ke-1]
-			if escaped {
+			// Escapes, and invalid UTF-8 (U+FFFD for encoding/json), are
+			// decoded as encoding/json decodes them.
+			if escaped || !utf8.Valid(key) {
 				var s string
 				if json.Unmarshal(r.b[ks:ke], &s) != nil {
 					return errSyntax
