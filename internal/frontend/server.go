@@ -114,12 +114,13 @@ func clientEnded(ctx context.Context) bool {
 
 // Server is the transport-independent core.
 type Server struct {
-	opts  Options
-	log   *zap.Logger
-	exec  Executor
-	tools *toolSet
-	feat  features
-	table map[string]method
+	opts      Options
+	log       *zap.Logger
+	exec      Executor
+	tools     *toolSet
+	toolsList [2]preEncoded // tools/list's result per era
+	feat      features
+	table     map[string]method
 
 	sessions *sessionStore
 	inflight *inflight
@@ -197,6 +198,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.table = s.methods()
+	if err := s.encodeToolsList(); err != nil {
+		return nil, err
+	}
 	if ttl := opts.SessionIdleTTL; ttl > 0 {
 		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
 	}

@@ -76,17 +76,35 @@ func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	if !jsonrpc.IsNull(c.meta.head.cursor) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor (the list has one page)")
 	}
-	defs := make([]map[string]any, len(s.tools.list))
-	for i, t := range s.tools.list {
-		defs[i] = t.def
-	}
-	res := map[string]any{"tools": defs}
-	if c.era == EraModern {
-		res["ttlMs"] = 300000
-		res["cacheScope"] = "public"
-	}
-	return res, nil
+	return s.toolsList[c.era], nil
 }
+
+// encodeToolsList encodes tools/list's result once per era: the list
+// never changes while the server runs.
+func (s *Server) encodeToolsList() error {
+	for _, era := range []Era{EraLegacy, EraModern} {
+		defs := make([]map[string]any, len(s.tools.list))
+		for i, t := range s.tools.list {
+			defs[i] = t.def
+		}
+		res := map[string]any{"tools": defs}
+		if era == EraModern {
+			res["ttlMs"] = 300000
+			res["cacheScope"] = "public"
+		}
+		b, err := s.shapeResult(era, res)
+		if err != nil {
+			return fmt.Errorf("frontend: tools/list: %w", err)
+		}
+		s.toolsList[era] = preEncoded(b)
+	}
+	return nil
+}
+
+// preEncoded is a result encoded in advance for its era.
+type preEncoded json.RawMessage
+
+func (p preEncoded) encode(Era, string) json.RawMessage { return json.RawMessage(p) }
 
 // toolCallParams is params of tools/call.
 type toolCallParams struct {
