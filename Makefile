@@ -1,8 +1,10 @@
 # execd — the two commands a fresh machine needs are `make run` and `make test`.
 GO      ?= go
 VERSION ?= 0.1.0
-LDFLAGS := -X execd/internal/frontend.ServerVersion=$(VERSION)
+LDFLAGS := -X main.version=$(VERSION)
 ARGS    ?=
+# staticcheck, pinned: `go run` fetches this version through the module proxy once.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build guests run test lint unit e2e bench fuzz soak clean
 
@@ -25,13 +27,13 @@ run: build
 test: guests lint unit bench fuzz e2e soak
 
 lint:
-	@out=$$(gofmt -l cmd internal sandbox bench 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal sandbox bench test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags conformance ./...
+	$(GO) run $(STATICCHECK) ./...
 
-unit:
+## unit: the Go tests, with the race detector; the daemon and worker tests need the guests.
+unit: guests
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -race -count=1 -tags conformance ./internal/frontend/
 
 ## bench: every benchmark once, so that they keep compiling and running.
 bench:
@@ -49,9 +51,11 @@ soak:
 ## deadline as a failure ("context deadline exceeded") when the timer fires on a loaded machine.
 ## Each count is about ten seconds' work here; FUZZSCALE multiplies them all.
 FUZZSCALE ?= 1
-FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/frontend:FuzzHTTP:100000 \
-	./internal/frontend:FuzzMeta:100000 ./internal/frontend:FuzzDecodeHeaderValue:100000 \
-	./internal/config:FuzzParse:40000 ./internal/worker:FuzzKillSwitch:100000
+FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObject:200000 \
+	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
+	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
+	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
+	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

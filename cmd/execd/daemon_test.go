@@ -154,7 +154,8 @@ type mcp struct {
 	mu      sync.Mutex
 }
 
-func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+// post sends one request of the client's era and returns the response.
+func (c *mcp) post(method string, params map[string]any, hdr map[string]string) *http.Response {
 	c.t.Helper()
 	c.mu.Lock()
 	c.nextID++
@@ -184,6 +185,12 @@ func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) m
 	if err != nil {
 		c.t.Fatalf("%s: %v", method, err)
 	}
+	return resp
+}
+
+func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+	c.t.Helper()
+	resp := c.post(method, params, hdr)
 	defer resp.Body.Close()
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		c.session = sid
@@ -483,24 +490,68 @@ func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
 
 func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1")
-	busy := make(chan map[string]any, 1)
-	go func() {
-		c := &mcp{t: t, url: d.url, modern: true}
-		args := map[string]any{"code": "while(true){}", "language": "javascript", "workspace": "a", "timeout_ms": 1500}
-		busy <- c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	}()
-	time.Sleep(300 * time.Millisecond)
 	c := &mcp{t: t, url: d.url, modern: true}
-	args := map[string]any{"code": "6*7", "language": "javascript", "workspace": "b", "timeout_ms": 1000}
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
+	call := func(ws, code string, timeoutMs int, token string) <-chan map[string]any {
+		args := map[string]any{"code": code, "language": "javascript", "workspace": ws, "timeout_ms": timeoutMs}
+		return c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": token}})
+	}
+	// The busy call reports from inside the guest: once that frame is in,
+	// it holds the only run slot.
+	busy := call("a", `progress(1, 0, "spinning"); while(true){}`, 1500, "busy")
+	for m := range busy {
+		if p, _ := m["params"].(map[string]any); p != nil && strings.Contains(fmt.Sprint(p["message"]), "spinning") {
+			break
+		}
+		if m["id"] != nil {
+			t.Fatalf("the busy call answered before it spun: %v", m)
+		}
+	}
+	queued := false
+	var sc map[string]any
+	for m := range call("b", "6*7", 1000, "waiting") {
+		if p, _ := m["params"].(map[string]any); p != nil && strings.HasPrefix(fmt.Sprint(p["message"]), "queued:") {
+			queued = true
+		}
+		if r, ok := m["result"].(map[string]any); ok {
+			sc, _ = r["structuredContent"].(map[string]any)
+		}
+	}
+	if !queued {
+		t.Fatal("the second call never said it was queued for the run slot")
+	}
 	if sc["status"] != "ok" || sc["result"] != "42" {
 		t.Fatalf("a call that waited for the only run slot longer than its timeout_ms: %v", sc)
 	}
-	if sc := (<-busy)["result"].(map[string]any)["structuredContent"].(map[string]any); sc["status"] != "timeout" {
+	var last map[string]any
+	for m := range busy {
+		last = m
+	}
+	if sc := last["result"].(map[string]any)["structuredContent"].(map[string]any); sc["status"] != "timeout" {
 		t.Fatalf("the busy call: %v", sc)
 	}
 	d.stop()
+}
+
+// stream posts one request and delivers every message of its SSE answer,
+// the response last.
+func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any {
+	c.t.Helper()
+	resp := c.post(method, params, nil)
+	ch := make(chan map[string]any, 16)
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(d), &m) == nil {
+					ch <- m
+				}
+			}
+		}
+	}()
+	return ch
 }
 
 func TestPythonAndJavaScriptShareAWorkspace(t *testing.T) {

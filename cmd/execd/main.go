@@ -14,6 +14,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
+
+// version is execd's version, set at build time
+// (-ldflags "-X main.version=…").
+var version = "0.1.0"
 
 func main() {
 	os.Exit(run())
@@ -40,7 +45,7 @@ func run() int {
 	)
 	flag.Parse()
 	if *version {
-		fmt.Println("execd", frontend.ServerVersion)
+		fmt.Println("execd", version)
 		return 0
 	}
 	cfg, err := config.Load(*configPath)
@@ -106,13 +111,13 @@ func run() int {
 		}
 	}()
 
-	srv, err := frontend.New(frontend.Options{Config: cfg, Executor: mgr, Languages: engine.Languages(), Logger: log.Named("mcp")})
+	srv, err := frontend.New(frontendOptions(cfg, mgr, engine.Languages(), log.Named("mcp")))
 	if err != nil {
 		log.Error("front end", zap.Error(err))
 		return 1
 	}
 
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
@@ -122,18 +127,43 @@ func run() int {
 	return serveHTTP(srv, mgr, cfg, log, sigs)
 }
 
+// frontendOptions maps the configuration onto the front end's options.
+func frontendOptions(cfg config.Config, exec frontend.Executor, langs []string, log *zap.Logger) frontend.Options {
+	return frontend.Options{
+		Executor:               exec,
+		Languages:              langs,
+		Version:                version,
+		Logger:                 log,
+		Path:                   cfg.Server.Path,
+		Listen:                 cfg.Server.Listen,
+		AllowedOrigins:         cfg.Server.AllowedOrigins,
+		AuthTokensFile:         cfg.Server.AuthTokensFile,
+		MaxBodyBytes:           cfg.Server.MaxBodyBytes,
+		MaxStreamsPerPrincipal: cfg.Server.MaxStreams,
+		ReadTimeout:            cfg.Server.ReadTimeout.Duration,
+		CancelOnDisconnect:     cfg.Protocol.CancelOnDisconnect,
+		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
+		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
+		RequestTimeout:         cfg.Limits.RequestTimeout.Duration,
+		MaxOutputBytes:         cfg.Limits.MaxOutputBytes,
+	}
+}
+
 func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		log.Error("listen", zap.Error(err))
 		return 1
 	}
+	conns := &connGauge{serving: map[net.Conn]bool{}}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           conns.wrap(srv.Handler()),
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.Duration,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		ConnContext:       conns.remember,
+		ConnState:         conns.track,
 	}
 	if cfg.Server.DebugListen != "" {
 		if err := serveDebug(cfg.Server.DebugListen, log); err != nil {
@@ -161,20 +191,15 @@ func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, 
 			}
 			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
 			mgr.Drain() // calls whose code has not started are answered now
-			done := make(chan struct{})
-			go func() {
-				// Stop accepting; in-flight handlers finish below.
-				_ = hs.Shutdown(context.Background())
-				close(done)
-			}()
-			grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
-			srv.Shutdown(grace)
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = hs.Close()
-			}
+			// Stop accepting at once; the calls in flight are answered by
+			// srv.Shutdown; then, once the answers have left, every other
+			// connection (idle keep-alives, connections that never sent a
+			// whole request) is closed, without waiting for net/http to
+			// find it idle, which takes seconds for a new connection.
+			go func() { _ = hs.Shutdown(context.Background()) }()
+			shutdown(srv, cfg.Server.ShutdownGrace.Duration, sigs, log)
+			conns.waitIdle(closeWait)
+			_ = hs.Close()
 			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("serve", zap.Error(err))
 			}
@@ -183,6 +208,10 @@ func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, 
 		}
 	}
 }
+
+// closeWait bounds how long shutdown waits for answers already handed to
+// net/http to leave, after every call has answered.
+const closeWait = 5 * time.Second
 
 func serveStdio(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, log *zap.Logger, sigs <-chan os.Signal) int {
 	done := make(chan error, 1)
@@ -199,12 +228,83 @@ func serveStdio(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config,
 			if sig == syscall.SIGHUP {
 				continue
 			}
-			log.Info("shutting down", zap.String("signal", sig.String()))
+			log.Info("shutting down", zap.String("signal", sig.String()), zap.Duration("grace", cfg.Server.ShutdownGrace.Duration))
 			mgr.Drain()
-			grace, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
-			srv.Shutdown(grace)
-			cancel()
+			shutdown(srv, cfg.Server.ShutdownGrace.Duration, sigs, log)
 			return 0
+		}
+	}
+}
+
+// shutdown stops srv: the calls in flight get grace to finish and are then
+// told execd is shutting down. A second SIGINT or SIGTERM ends the grace
+// at once; the calls are still answered.
+func shutdown(srv *frontend.Server, grace time.Duration, sigs <-chan os.Signal, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					continue
+				}
+				log.Info("ending the shutdown grace", zap.String("signal", sig.String()))
+				cancel()
+			}
+		}
+	}()
+	srv.Shutdown(ctx)
+}
+
+// connGauge tracks the HTTP connections that are serving a request: from
+// the handler's start until net/http has written the response and the
+// connection is idle again. A connection still reading a request's headers
+// is not serving one.
+type connGauge struct {
+	mu      sync.Mutex
+	serving map[net.Conn]bool
+}
+
+type connKey struct{}
+
+// remember is the server's ConnContext: a request's context knows its
+// connection.
+func (g *connGauge) remember(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (g *connGauge) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			g.mu.Lock()
+			g.serving[c] = true
+			g.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (g *connGauge) track(c net.Conn, st http.ConnState) {
+	if st == http.StateIdle || st == http.StateHijacked || st == http.StateClosed {
+		g.mu.Lock()
+		delete(g.serving, c)
+		g.mu.Unlock()
+	}
+}
+
+// waitIdle waits, at most max, until no connection is serving a request.
+func (g *connGauge) waitIdle(max time.Duration) {
+	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		g.mu.Lock()
+		n := len(g.serving)
+		g.mu.Unlock()
+		if n == 0 {
+			return
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"execd/internal/config"
+	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
@@ -79,7 +79,7 @@ func events(resp *http.Response) <-chan map[string]any {
 	return ch
 }
 
-func newHTTP(t *testing.T, cfg config.Config, ex Executor) (*Server, *httptest.Server) {
+func newHTTP(t *testing.T, cfg Options, ex Executor) (*Server, *httptest.Server) {
 	t.Helper()
 	s := newTestServer(cfg, ex)
 	ts := httptest.NewServer(s.Handler())
@@ -89,7 +89,7 @@ func newHTTP(t *testing.T, cfg config.Config, ex Executor) (*Server, *httptest.S
 
 func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	_, ts := newHTTP(t, testConfig(), ex)
+	_, ts := newHTTP(t, testOptions(), ex)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
 	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},"_meta":{"progressToken":"tok"}}}`, nil)
@@ -111,7 +111,7 @@ func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
 
 func TestLegacyDuplicateInflightID(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	_, ts := newHTTP(t, testConfig(), ex)
+	_, ts := newHTTP(t, testOptions(), ex)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,7 +132,7 @@ func TestModernStreamCloseCancelsRun(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	done := make(chan struct{})
 	wrapped := &notifyingExec{fakeExec: ex, done: done}
-	_, ts := newHTTP(t, testConfig(), wrapped)
+	_, ts := newHTTP(t, testOptions(), wrapped)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := c.post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},`+modernMeta+`}}`,
@@ -147,24 +147,30 @@ func TestModernStreamCloseCancelsRun(t *testing.T) {
 	}
 }
 
-// notifyingExec closes done when a run returns.
+// notifyingExec closes done when a run returns, and keeps how it ended.
 type notifyingExec struct {
 	*fakeExec
-	done chan struct{}
-	once sync.Once
+	done   chan struct{}
+	once   sync.Once
+	status worker.Status // of the first run, once done is closed
+	cause  error         // its context's cause
 }
 
 func (n *notifyingExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
-	defer n.once.Do(func() { close(n.done) })
-	return n.fakeExec.Run(ctx, req)
+	out, err := n.fakeExec.Run(ctx, req)
+	n.once.Do(func() {
+		n.status, n.cause = out.Result.Status, context.Cause(ctx)
+		close(n.done)
+	})
+	return out, err
 }
 
 func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	done := make(chan struct{})
 	wrapped := &notifyingExec{fakeExec: ex, done: done}
-	cfg := testConfig()
-	cfg.Limits.RequestTimeout = config.Duration{Duration: 300 * time.Millisecond}
+	cfg := testOptions()
+	cfg.RequestTimeout = 300 * time.Millisecond
 	_, ts := newHTTP(t, cfg, wrapped)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
@@ -173,11 +179,15 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 	<-ex.started
 	cancel()
 	resp.Body.Close()
-	// The run is not cancelled by the close: it ends at execd's own deadline.
+	// The run is not cancelled by the close: it goes on to its end, which
+	// for this endless code is execd's own deadline.
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("run never ended")
+	}
+	if wrapped.status != worker.StatusTimeout || wrapped.cause != nil {
+		t.Fatalf("the run ended %s (context cause %v); want it to reach its timeout, uncancelled", wrapped.status, wrapped.cause)
 	}
 	if n := len(ex.runs); n != 1 {
 		t.Fatalf("runs: %d", n)
@@ -185,7 +195,7 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 }
 
 func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
-	_, ts := newHTTP(t, testConfig(), &fakeExec{})
+	_, ts := newHTTP(t, testOptions(), &fakeExec{})
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
 	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript"},"_meta":{"progressToken":9}}}`, nil)
@@ -223,7 +233,7 @@ func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
 
 func TestShutdownAnswersRunningCalls(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	s, ts := newHTTP(t, testConfig(), ex)
+	s, ts := newHTTP(t, testOptions(), ex)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
 	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
@@ -251,8 +261,8 @@ func TestAuthAndPrincipalIsolation(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tokens")
 	os.WriteFile(file, []byte("# two principals\nalice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
-	cfg := testConfig()
-	cfg.Server.AuthTokensFile = file
+	cfg := testOptions()
+	cfg.AuthTokensFile = file
 	_, ts := newHTTP(t, cfg, &fakeExec{})
 	anon := &client{t: t, url: ts.URL + "/mcp"}
 	r := anon.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
@@ -293,8 +303,8 @@ func TestAuthAndPrincipalIsolation(t *testing.T) {
 }
 
 func TestBodyTooLarge(t *testing.T) {
-	cfg := testConfig()
-	cfg.Server.MaxBodyBytes = 2048
+	cfg := testOptions()
+	cfg.MaxBodyBytes = 2048
 	_, ts := newHTTP(t, cfg, &fakeExec{})
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 4096)+`"}}`, nil)
@@ -307,7 +317,7 @@ func TestBodyTooLarge(t *testing.T) {
 
 func TestStdioCancelSendsNothing(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	s := newTestServer(testConfig(), ex)
+	s := newTestServer(testOptions(), ex)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() { _ = s.ServeStdio(context.Background(), inR, outW); outW.Close() }()
@@ -341,8 +351,8 @@ func TestStdioCancelSendsNothing(t *testing.T) {
 
 func TestStreamCapPerPrincipal(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 2)}
-	cfg := testConfig()
-	cfg.Server.MaxStreams = 2
+	cfg := testOptions()
+	cfg.MaxStreamsPerPrincipal = 2
 	_, ts := newHTTP(t, cfg, ex)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
@@ -381,8 +391,8 @@ func (s *slowReader) Read(p []byte) (int, error) {
 }
 
 func TestSlowBodyIsCutOff(t *testing.T) {
-	cfg := testConfig()
-	cfg.Server.ReadTimeout = config.Duration{Duration: 200 * time.Millisecond}
+	cfg := testOptions()
+	cfg.ReadTimeout = 200 * time.Millisecond
 	_, ts := newHTTP(t, cfg, &fakeExec{})
 	body := &slowReader{stop: make(chan struct{})}
 	defer close(body.stop)
@@ -414,9 +424,9 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 
 func TestSessionNotIdleWhileCallRuns(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	cfg := testConfig()
-	cfg.Protocol.SessionIdleTTL = config.Duration{Duration: 200 * time.Millisecond}
-	cfg.Limits.RequestTimeout = config.Duration{Duration: 600 * time.Millisecond}
+	cfg := testOptions()
+	cfg.SessionIdleTTL = 200 * time.Millisecond
+	cfg.RequestTimeout = 600 * time.Millisecond
 	_, ts := newHTTP(t, cfg, ex)
 	c := &client{t: t, url: ts.URL + "/mcp"}
 	c.initialize()
@@ -438,7 +448,7 @@ func TestSessionNotIdleWhileCallRuns(t *testing.T) {
 }
 
 func TestStdioAnswersRequestsPipedBeforeEOF(t *testing.T) {
-	s := newTestServer(testConfig(), &fakeExec{})
+	s := newTestServer(testOptions(), &fakeExec{})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}}
@@ -453,7 +463,7 @@ func TestStdioAnswersRequestsPipedBeforeEOF(t *testing.T) {
 }
 
 func TestStdioBatchIn20250326(t *testing.T) {
-	s := newTestServer(testConfig(), &fakeExec{})
+	s := newTestServer(testOptions(), &fakeExec{})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}
 [{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":4,"method":"nope"}]
 `)

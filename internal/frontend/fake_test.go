@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"execd/internal/config"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -92,16 +91,23 @@ func (f *fakeExec) Reset(context.Context, string, string, bool) error {
 }
 func (f *fakeExec) Delete(context.Context, string, string) error { return nil }
 
-func testConfig() config.Config {
-	c := config.Default()
-	c.Server.Listen = "127.0.0.1:0"
-	c.Workspace.DataDir = "/nonexistent"
-	c.Protocol.ProgressHeartbeat = config.Duration{Duration: 30 * time.Second}
-	return c
+// testOptions are the options of the front-end tests: a loopback
+// listener, a heartbeat longer than any test, the default limits.
+func testOptions() Options {
+	return Options{
+		Languages:              []string{"javascript"},
+		Version:                "0.1.0",
+		Listen:                 "127.0.0.1:0",
+		MaxStreamsPerPrincipal: 64,
+		ProgressHeartbeat:      30 * time.Second,
+		SessionIdleTTL:         time.Hour,
+		MaxOutputBytes:         64 << 10,
+	}
 }
 
-func newTestServer(cfg config.Config, ex Executor) *Server {
-	s, err := New(Options{Config: cfg, Executor: ex, Languages: []string{"javascript"}})
+func newTestServer(opts Options, ex Executor) *Server {
+	opts.Executor = ex
+	s, err := New(opts)
 	if err != nil {
 		panic(err)
 	}

@@ -3,31 +3,108 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"execd/internal/jsonrpc"
 )
 
-// promptSet and resourceSet hold prompts and resources. Production execd
-// declares neither; the conformance build registers its fixtures in them.
-type promptSet struct {
-	list []map[string]any
-	get  func(ctx context.Context, c *call, name string, args map[string]string) (any, *jsonrpc.Error)
+// Extensions are what a build serves beside execd's own tools, through the
+// same pipeline: more tools (after execd's in tools/list), prompts,
+// resources and completions, each declared in the capabilities only when
+// given. Production execd has none; cmd/execd-conformance registers the
+// fixtures of the official conformance suites here.
+type Extensions struct {
+	// Tools are listed after execd's own, in this order.
+	Tools []Tool
+	// Prompts, when not nil, declares the prompts capability.
+	Prompts *Prompts
+	// Resources, when not nil, declares the resources capability.
+	Resources *Resources
+	// Completions declares completion/complete, which answers no values.
+	Completions bool
 }
 
-type resourceSet struct {
-	list      []map[string]any
-	templates []map[string]any
-	read      func(ctx context.Context, c *call, uri string) (any, *jsonrpc.Error)
+// Tool is a tool served beside execd's own.
+type Tool struct {
+	// Name is the tool's name in tools/list and tools/call. Required and
+	// unique.
+	Name string
+	// Definition is the rest of its tools/list entry (description,
+	// inputSchema, …). The inputSchema's properties are the arguments it
+	// takes: arguments are read by exact key, a case variant of a declared
+	// one is refused, and with "additionalProperties": false so is any
+	// other (args.go). A property with "x-mcp-header" is mirrored into
+	// Mcp-Param-* by modern clients, and checked.
+	Definition map[string]any
+	// Needs lists the client capabilities a modern request must declare to
+	// call the tool (-32021 otherwise). Nil needs none.
+	Needs []string
+	// Run serves a call; arguments is the arguments object ("{}" when the
+	// call sent none). Results are JSON objects (a CallToolResult; maps get
+	// the modern era's resultType and serverInfo added). A nil result and a
+	// nil error mean Run saw ctx end; the client then gets no answer if it
+	// cancelled, an error otherwise.
+	Run func(ctx context.Context, c *Call, arguments json.RawMessage) (any, *jsonrpc.Error)
 }
 
-// addFeatureMethods adds the methods of the declared optional features.
-// Undeclared features have no handlers, so they answer -32601 (D-4).
+// Prompts are the prompts a build serves.
+type Prompts struct {
+	// List are the entries of prompts/list.
+	List []map[string]any
+	// Get serves prompts/get of name with its string arguments.
+	Get func(ctx context.Context, c *Call, name string, args map[string]string) (any, *jsonrpc.Error)
+}
+
+// Resources are the resources a build serves.
+type Resources struct {
+	// List and Templates are the entries of resources/list and
+	// resources/templates/list.
+	List, Templates []map[string]any
+	// Read serves resources/read of uri.
+	Read func(ctx context.Context, c *Call, uri string) (any, *jsonrpc.Error)
+}
+
+// features are the optional method families a build declares.
+type features struct {
+	prompts     *Prompts
+	resources   *Resources
+	completions bool
+}
+
+// extend registers ext's tools and features.
+func (s *Server) extend(ext *Extensions) error {
+	if ext == nil {
+		return nil
+	}
+	for _, t := range ext.Tools {
+		if t.Run == nil {
+			return fmt.Errorf("frontend: tool %q has no Run", t.Name)
+		}
+		run := t.Run
+		if err := s.tools.add(&tool{name: t.Name, def: t.Definition, needs: t.Needs,
+			run: func(ctx context.Context, c *Call, _ arguments) (any, *jsonrpc.Error) {
+				raw := c.meta.head.arguments
+				if jsonrpc.IsNull(raw) {
+					raw = json.RawMessage("{}")
+				}
+				return run(ctx, c, raw)
+			}}); err != nil {
+			return err
+		}
+	}
+	s.feat = features{prompts: ext.Prompts, resources: ext.Resources, completions: ext.Completions}
+	return nil
+}
+
+// addFeatureMethods adds the methods of the declared features. Undeclared
+// features have no handlers, so they answer -32601 (the capabilities match
+// the handlers: docs/specification/2026-07-28/server/discover.mdx).
 func (s *Server) addFeatureMethods(m map[string]method) {
 	if ps := s.feat.prompts; ps != nil {
-		m["prompts/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"prompts": ps.list}), nil
+		m["prompts/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+			return s.cacheable(c, map[string]any{"prompts": ps.List}), nil
 		}}
-		m["prompts/get"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
+		m["prompts/get"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 			var p struct {
 				Name      string            `json:"name"`
 				Arguments map[string]string `json:"arguments"`
@@ -35,42 +112,41 @@ func (s *Server) addFeatureMethods(m map[string]method) {
 			if err := json.Unmarshal(c.params, &p); err != nil || p.Name == "" {
 				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: prompts/get needs a prompt name")
 			}
-			return ps.get(ctx, c, p.Name, p.Arguments)
+			return ps.Get(ctx, c, p.Name, p.Arguments)
 		}}
 	}
 	if rs := s.feat.resources; rs != nil {
-		m["resources/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"resources": rs.list}), nil
+		m["resources/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+			return s.cacheable(c, map[string]any{"resources": rs.List}), nil
 		}}
-		m["resources/templates/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"resourceTemplates": rs.templates}), nil
+		m["resources/templates/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+			return s.cacheable(c, map[string]any{"resourceTemplates": rs.Templates}), nil
 		}}
-		m["resources/read"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *call) (any, *jsonrpc.Error) {
-			var p struct {
-				URI string `json:"uri"`
-			}
-			if err := json.Unmarshal(c.params, &p); err != nil || p.URI == "" {
+		m["resources/read"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+			uri := rawString(c.meta.head.uri)
+			if uri == "" {
 				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: resources/read needs a uri")
 			}
-			res, jerr := rs.read(ctx, c, p.URI)
+			res, jerr := rs.Read(ctx, c, uri)
 			if jerr != nil {
 				return nil, jerr
 			}
 			return s.cacheable(c, res), nil
 		}}
-		noop := func(context.Context, *call) (any, *jsonrpc.Error) { return struct{}{}, nil }
+		noop := func(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
 		m["resources/subscribe"] = method{legacy: true, h: noop}
 		m["resources/unsubscribe"] = method{legacy: true, h: noop}
 	}
-	if s.feat.completes {
-		m["completion/complete"] = method{legacy: true, modern: true, h: func(context.Context, *call) (any, *jsonrpc.Error) {
+	if s.feat.completions {
+		m["completion/complete"] = method{legacy: true, modern: true, h: func(context.Context, *Call) (any, *jsonrpc.Error) {
 			return map[string]any{"completion": map[string]any{"values": []string{}, "total": 0, "hasMore": false}}, nil
 		}}
 	}
 }
 
-// cacheable adds the modern era's cache hints to a list or read result.
-func (s *Server) cacheable(c *call, res any) any {
+// cacheable adds the modern era's cache hints to a list or read result
+// (schema 2026-07-28: ttlMs and cacheScope on complete results).
+func (s *Server) cacheable(c *Call, res any) any {
 	m, ok := res.(map[string]any)
 	if !ok || c.era != EraModern {
 		return res

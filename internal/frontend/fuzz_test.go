@@ -60,7 +60,7 @@ func FuzzHTTP(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`, "", "", "")
 	f.Add(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript","workspace":"w"},`+modernMeta+`}}`, "2026-07-28", "tools/call", "=?base64?dw==?=")
 	f.Add(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", "", "")
-	s := newTestServer(testConfig(), &fakeExec{})
+	s := newTestServer(testOptions(), &fakeExec{})
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, body, version, method, wsHeader string) {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))

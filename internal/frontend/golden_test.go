@@ -1,5 +1,3 @@
-//go:build !conformance
-
 package frontend
 
 import (
@@ -100,7 +98,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			comment, secs := parseTxtar(raw)
-			cfg := testConfig()
+			cfg := testOptions()
 			s := newTestServer(cfg, &fakeExec{})
 			ts := httptest.NewServer(s.Handler())
 			defer ts.Close()

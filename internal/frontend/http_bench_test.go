@@ -108,7 +108,7 @@ func BenchmarkRequest(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			s := newTestServer(testConfig(), &benchExec{})
+			s := newTestServer(testOptions(), &benchExec{})
 			h := s.Handler()
 			sid := ""
 			if tc.era == "legacy" {
@@ -141,18 +141,19 @@ func (d *discardFlusher) Flush()                      {}
 
 // BenchmarkSSEFrame measures writing one notifications/progress frame on
 // a call's SSE stream: JSON-RPC encoding of the params, the data: framing,
-// the lock and the flush call (the socket write is not included; see
+// the locks and the flush call (the socket write is not included; see
 // BenchmarkProgressFrameLatency for that).
 func BenchmarkSSEFrame(b *testing.B) {
 	w := &discardFlusher{hdr: http.Header{}}
-	sw := newSSE(w)
-	sw.begin(0)
-	out := &sseOut{sw: sw}
+	out := &postSink{w: w, acceptSSE: true}
+	out.open("tools/call")
+	defer out.close()
+	c := &Call{out: out}
 	total := 10.0
 	p := progress.Params{ProgressToken: json.RawMessage(`7`), Progress: 3, Total: &total, Message: "3/10 rows"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := out.Notify("notifications/progress", p); err != nil {
+		if err := c.Notify("notifications/progress", p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -199,7 +200,7 @@ func benchProgressLatency(b *testing.B, era string, waitInterval bool) {
 			}
 		}
 	}}
-	s := newTestServer(testConfig(), ex)
+	s := newTestServer(testOptions(), ex)
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 

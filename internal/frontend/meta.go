@@ -1,12 +1,8 @@
 package frontend
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"execd/internal/jsonrpc"
 )
@@ -21,7 +17,6 @@ const (
 
 var (
 	legacyVersions = []string{VersionLatest, Version20250618, Version20250326}
-	modernVersions = []string{VersionModern}
 	// allVersions is discover's supportedVersions and every -32022's list.
 	allVersions = []string{VersionModern, VersionLatest, Version20250618, Version20250326}
 )
@@ -47,123 +42,257 @@ func isLegacyVersion(v string) bool {
 
 func isModernVersion(v string) bool { return v == VersionModern }
 
-// requestMeta is what execd reads of a request's params: _meta, and the
-// head fields that routing and validation need, parsed once per request.
+// requestMeta is what execd reads of a request's params before a handler
+// runs, in one pass over params and one over its _meta: the fields that
+// routing and the mirrored headers need, and the envelope unjudged.
 type requestMeta struct {
-	head          paramsHead
-	headOK        bool // params is a JSON object
-	present       bool // params._meta is an object
-	claim         bool // it has io.modelcontextprotocol/protocolVersion
-	version       string
-	capabilities  map[string]json.RawMessage
-	logLevel      string // "" when absent
-	progressToken json.RawMessage
-	raw           map[string]json.RawMessage
+	head  paramsHead
+	claim bool // _meta has io.modelcontextprotocol/protocolVersion
+
+	// _meta's members, raw (nil when absent).
+	version, capabilities, clientInfo, logLevelRaw, progressToken json.RawMessage
+	trace                                                         [3]json.RawMessage // traceparent, tracestate, baggage
+
+	// Filled by the era's validation.
+	versionStr string
+	logLevel   string // "" when absent
+
+	// bad is the -32602 answer to params that cannot be read by key (a
+	// key twice); the era's validation reports it.
+	bad *jsonrpc.Error
 }
 
-// paramsHead is the part of params read before a handler runs: _meta,
-// the name or uri that Mcp-Name mirrors, and a tool call's arguments.
+// paramsHead is the part of params read before a handler runs: the name
+// or uri that Mcp-Name mirrors, a tool call's arguments and task, and the
+// cursor of a list.
 type paramsHead struct {
-	Meta      json.RawMessage `json:"_meta"`
-	Name      json.RawMessage `json:"name"`
-	URI       json.RawMessage `json:"uri"`
-	Arguments json.RawMessage `json:"arguments"`
-	Task      json.RawMessage `json:"task"`
+	object    bool // params is a JSON object
+	meta      json.RawMessage
+	name      json.RawMessage
+	uri       json.RawMessage
+	arguments json.RawMessage
+	task      json.RawMessage
+	cursor    json.RawMessage
 }
 
-// rawString is a head field as a string; "" when absent or not a string.
-func rawString(b json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(b, &s)
-	return s
-}
+var traceKeys = [3]string{"traceparent", "tracestate", "baggage"}
 
-// readMeta reads params' head and extracts _meta without judging it. A
-// params that is not an object, or a _meta that is not an object, yields no
-// claim.
+// readMeta reads params' head and _meta by exact key. A params that is not
+// an object, or a _meta that is not an object, yields no claim.
 func readMeta(params json.RawMessage) requestMeta {
 	var m requestMeta
 	if len(params) == 0 || params[0] != '{' {
 		return m
 	}
-	if json.Unmarshal(params, &m.head) != nil {
+	m.head.object = true
+	if twice := readFields(params, func(k []byte) *json.RawMessage {
+		switch string(k) {
+		case "_meta":
+			return &m.head.meta
+		case "name":
+			return &m.head.name
+		case "uri":
+			return &m.head.uri
+		case "arguments":
+			return &m.head.arguments
+		case "task":
+			return &m.head.task
+		case "cursor":
+			return &m.head.cursor
+		}
+		return nil
+	}); twice != "" {
+		m.bad = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
+	}
+	if !jsonrpc.IsObject(m.head.meta) {
 		return m
 	}
-	m.headOK = true
-	if len(m.head.Meta) == 0 {
-		return m
+	if twice := readFields(m.head.meta, func(k []byte) *json.RawMessage {
+		switch string(k) {
+		case metaVersion:
+			return &m.version
+		case metaCapabilities:
+			return &m.capabilities
+		case metaClientInfo:
+			return &m.clientInfo
+		case metaLogLevel:
+			return &m.logLevelRaw
+		case "progressToken":
+			return &m.progressToken
+		case traceKeys[0]:
+			return &m.trace[0]
+		case traceKeys[1]:
+			return &m.trace[1]
+		case traceKeys[2]:
+			return &m.trace[2]
+		}
+		return nil
+	}); twice != "" && m.bad == nil {
+		m.bad = jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in _meta", twice)
 	}
-	var raw map[string]json.RawMessage
-	if json.Unmarshal(m.head.Meta, &raw) != nil || raw == nil {
-		return m
-	}
-	m.present = true
-	m.raw = raw
-	_, m.claim = raw[metaVersion]
-	if tok, ok := raw["progressToken"]; ok {
-		m.progressToken = tok
-	}
+	m.claim = m.version != nil
 	return m
 }
 
-// validateModern checks the modern envelope (MM-1): required keys present
-// and typed, optional keys typed, logLevel known. It fills version,
-// capabilities and logLevel.
+// readFields reads the members of the object obj that slot names (it
+// returns where each goes, or nil for a member not read), by exact key. It
+// returns the first of those keys that appears twice, or "".
+func readFields(obj []byte, slot func(key []byte) *json.RawMessage) (twice string) {
+	_ = jsonrpc.Object(obj, func(k, v []byte) error {
+		p := slot(k)
+		if p == nil {
+			return nil
+		}
+		if *p != nil && twice == "" {
+			twice = string(k)
+		}
+		*p = v
+		return nil
+	})
+	return twice
+}
+
+// validateModern checks the modern envelope (schema RequestMetaObject):
+// required keys present and typed, optional keys typed, logLevel known. It
+// fills versionStr and logLevel.
 func (m *requestMeta) validateModern() *jsonrpc.Error {
+	if m.bad != nil {
+		return m.bad
+	}
 	var missing []string
-	if _, ok := m.raw[metaVersion]; !ok {
+	if m.version == nil {
 		missing = append(missing, metaVersion)
 	}
-	if _, ok := m.raw[metaCapabilities]; !ok {
+	if m.capabilities == nil {
 		missing = append(missing, metaCapabilities)
 	}
 	if len(missing) > 0 {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: missing _meta %s", strings.Join(missing, ", "))
 	}
-	if err := json.Unmarshal(m.raw[metaVersion], &m.version); err != nil {
+	v, ok := jsonrpc.String(m.version)
+	if !ok {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be a string", metaVersion)
 	}
-	if err := json.Unmarshal(m.raw[metaCapabilities], &m.capabilities); err != nil || m.capabilities == nil {
+	m.versionStr = v
+	if !jsonrpc.IsObject(m.capabilities) {
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be an object", metaCapabilities)
 	}
-	if ci, ok := m.raw[metaClientInfo]; ok {
-		var info struct {
-			Name    *string `json:"name"`
-			Version *string `json:"version"`
-		}
-		if err := json.Unmarshal(ci, &info); err != nil || !isObject(ci) || info.Name == nil {
-			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be an object with a string name", metaClientInfo)
-		}
+	if m.clientInfo != nil && !validClientInfo(m.clientInfo) {
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be an object with a string name", metaClientInfo)
 	}
-	if ll, ok := m.raw[metaLogLevel]; ok {
-		if err := json.Unmarshal(ll, &m.logLevel); err != nil || levelRank(m.logLevel) < 0 {
+	if m.logLevelRaw != nil {
+		l, ok := jsonrpc.String(m.logLevelRaw)
+		if !ok || levelRank(l) < 0 {
 			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be one of %s", metaLogLevel, strings.Join(logLevels, ", "))
 		}
+		m.logLevel = l
 	}
-	if m.progressToken != nil && !validToken(m.progressToken) {
-		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta progressToken must be a string or an integer")
+	if jerr := m.validateToken(); jerr != nil {
+		return jerr
 	}
-	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
-		if v, ok := m.raw[k]; ok {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be a string", k)
+	for i, raw := range m.trace {
+		if raw != nil {
+			if _, ok := jsonrpc.String(raw); !ok {
+				return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta %s must be a string", traceKeys[i])
 			}
 		}
 	}
 	return nil
 }
 
-func isObject(b json.RawMessage) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{'
+// validateLegacy checks what a legacy request's _meta carries that execd
+// reads: the progress token, as strictly as the modern era checks it.
+func (m *requestMeta) validateLegacy() *jsonrpc.Error {
+	if m.bad != nil {
+		return m.bad
+	}
+	return m.validateToken()
 }
 
-// validToken reports whether a progressToken is a string or an integer.
-func validToken(b json.RawMessage) bool {
+// validateToken refuses a progressToken that is neither a string nor an
+// integer (schema ProgressToken; basic/utilities/progress.mdx).
+func (m *requestMeta) validateToken() *jsonrpc.Error {
+	if m.progressToken == nil {
+		return nil
+	}
 	var id jsonrpc.ID
-	_ = id.UnmarshalJSON(b)
-	return id.Valid()
+	_ = id.UnmarshalJSON(m.progressToken)
+	if !id.Valid() {
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta progressToken must be a string or an integer")
+	}
+	return nil
+}
+
+// validClientInfo reports an Implementation object: a string name and, if
+// present, a string version.
+func validClientInfo(raw json.RawMessage) bool {
+	hasName, ok := false, true
+	err := jsonrpc.Object(raw, func(k, v []byte) error {
+		switch string(k) {
+		case "name":
+			_, isStr := jsonrpc.String(v)
+			hasName, ok = isStr, ok && isStr
+		case "version":
+			_, isStr := jsonrpc.String(v)
+			ok = ok && (isStr || jsonrpc.IsNull(v))
+		}
+		return nil
+	})
+	return err == nil && hasName && ok
+}
+
+// hasCapability reports whether a modern request declared the client
+// capability name in its _meta.
+func (m *requestMeta) hasCapability(name string) bool {
+	found := false
+	_ = jsonrpc.Object(m.capabilities, func(k, _ []byte) error {
+		if string(k) == name {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// validateInitialize checks a legacy initialize's params as strictly as
+// the modern envelope is checked (schema InitializeRequestParams): a string
+// protocolVersion, an object of capabilities, and clientInfo, when sent, an
+// object with a string name. It returns the requested version.
+func validateInitialize(params json.RawMessage) (string, *jsonrpc.Error) {
+	var version, caps, info json.RawMessage
+	if !jsonrpc.IsObject(params) {
+		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo")
+	}
+	if twice := readFields(params, func(k []byte) *json.RawMessage {
+		switch string(k) {
+		case "protocolVersion":
+			return &version
+		case "capabilities":
+			return &caps
+		case "clientInfo":
+			return &info
+		}
+		return nil
+	}); twice != "" {
+		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
+	}
+	v, ok := jsonrpc.String(version)
+	if !ok {
+		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's protocolVersion must be a string")
+	}
+	if !jsonrpc.IsObject(caps) {
+		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's capabilities must be an object")
+	}
+	if info != nil && !validClientInfo(info) {
+		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's clientInfo must be an object with a string name")
+	}
+	return v, nil
+}
+
+// rawString is a head field as a string; "" when absent or not a string.
+func rawString(b json.RawMessage) string {
+	s, _ := jsonrpc.String(b)
+	return s
 }
 
 // versionError is the -32022 answer to an unsupported version.
@@ -173,44 +302,6 @@ func versionError(requested string) *jsonrpc.Error {
 		Message: "Unsupported protocol version",
 		Data:    map[string]any{"supported": allVersions, "requested": requested},
 	}
-}
-
-// headerError is the -32020 answer to a missing or mismatched header.
-func headerError(header, expected, actual string) *jsonrpc.Error {
-	msg := "Header mismatch"
-	if actual == "" {
-		msg = "Missing required header"
-	}
-	return &jsonrpc.Error{
-		Code:    jsonrpc.CodeHeaderMismatch,
-		Message: fmt.Sprintf("%s: %s", msg, header),
-		Data:    map[string]any{"header": header, "expected": expected, "actual": actual},
-	}
-}
-
-// decodeHeaderValue turns a mirrored header value into the text it stands
-// for: OWS trimmed, and a =?base64?…?= value decoded (strict standard
-// base64 of UTF-8). A value without both the prefix and the suffix is
-// literal.
-func decodeHeaderValue(v string) (string, error) {
-	v = strings.Trim(v, " \t")
-	if !strings.HasPrefix(v, "=?base64?") || !strings.HasSuffix(v, "?=") || len(v) < len("=?base64??=") {
-		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
-				return "", fmt.Errorf("control character in header value")
-			}
-		}
-		return v, nil
-	}
-	enc := v[len("=?base64?") : len(v)-len("?=")]
-	b, err := base64.StdEncoding.Strict().DecodeString(enc)
-	if err != nil {
-		return "", fmt.Errorf("invalid base64 in header value: %v", err)
-	}
-	if !utf8.Valid(b) {
-		return "", fmt.Errorf("base64 header value is not UTF-8")
-	}
-	return string(b), nil
 }
 
 // Log levels (RFC 5424), least severe first.

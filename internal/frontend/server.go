@@ -3,16 +3,17 @@
 // interception of cancellations and client responses before routing, the
 // method table and the tool handlers.
 //
-// One Server serves any number of transports. Every request becomes a call
-// with its own context; cancellation, timeouts and shutdown all end that
-// context, and the call's stream decides what (if anything) is written.
+// Every message, whatever carried it, goes through one pipeline
+// (pipeline.go): decode, intercept cancels and client responses
+// (intercept.go), admit by the era's rules (admit.go), run, then answer or
+// stay silent, decided once, and one log line. The transports (http.go,
+// stdio.go) only read and write bytes.
 package frontend
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/rand"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,27 +21,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"execd/internal/config"
-	"execd/internal/jsonrpc"
-	"execd/internal/progress"
 	"execd/internal/workspace"
 )
 
-// ServerName and ServerVersion identify execd on the wire.
+// ServerName identifies execd on the wire.
 const ServerName = "execd"
-
-// ServerVersion is set at build time (-ldflags "-X …ServerVersion=…").
-var ServerVersion = "0.1.0"
-
-// instructions tells the model what execd is for, in discover and
-// initialize results.
-func (s *Server) instructions() string {
-	langs := "code"
-	if len(s.langs) > 0 {
-		langs = strings.Join(s.langs, " and ") + " code"
-	}
-	return "Runs " + langs + " in sandboxes with execute_code. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls."
-}
 
 // Executor runs code in workspaces. *workspace.Manager implements it.
 type Executor interface {
@@ -50,12 +35,65 @@ type Executor interface {
 	Delete(ctx context.Context, principal, id string) error
 }
 
-// Options configure a Server.
+// Options configure a Server. Each field says what its zero value means;
+// only Executor is required.
 type Options struct {
-	Config    config.Config
-	Executor  Executor
-	Languages []string // the guests the executor can run, for the tool description
-	Logger    *zap.Logger
+	// Executor runs execute_code and the workspace tools. Required.
+	Executor Executor
+	// Languages are the guests the Executor runs, named in execute_code's
+	// description and schema. Nil means javascript alone.
+	Languages []string
+	// Version is execd's version in serverInfo. Empty means "dev".
+	Version string
+	// Logger gets one line per request and the front end's errors. Nil
+	// means no logs.
+	Logger *zap.Logger
+
+	// Path is the MCP endpoint of Handler. Empty means "/mcp".
+	Path string
+	// Listen is the address the HTTP listener is bound to. On a loopback
+	// address a request whose Host is not loopback is refused (DNS
+	// rebinding); an address without a host ("":8765) listens everywhere
+	// and does not check. Empty means a loopback listener.
+	Listen string
+	// AllowedOrigins are the browser origins allowed besides loopback ones
+	// ("*" allows all). Nil means loopback origins only.
+	AllowedOrigins []string
+	// AuthTokensFile names a file of "principal token" lines; with it
+	// every HTTP request needs a bearer token. Empty means no auth: every
+	// request is LocalPrincipal.
+	AuthTokensFile string
+	// MaxBodyBytes caps a POST body and a stdio line. Zero means 4 MiB.
+	MaxBodyBytes int64
+	// MaxStreamsPerPrincipal caps the HTTP requests (each request of a
+	// batch too) and GET streams one principal may have open; one more is
+	// answered "Too Many Requests". Zero means no cap.
+	MaxStreamsPerPrincipal int
+	// ReadTimeout bounds reading a POST body. Zero means no bound.
+	ReadTimeout time.Duration
+
+	// CancelOnDisconnect makes the close of a legacy HTTP response stream
+	// cancel its call; the modern era always does. False means a legacy
+	// call runs on and its answer is dropped.
+	CancelOnDisconnect bool
+	// ProgressHeartbeat is the longest silence on a running call's
+	// progress stream. Zero means no heartbeat.
+	ProgressHeartbeat time.Duration
+	// SessionIdleTTL ends a legacy session idle this long (no call in
+	// flight). Zero means sessions never expire.
+	SessionIdleTTL time.Duration
+
+	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
+	// Zero means no bound.
+	RequestTimeout time.Duration
+	// MaxOutputBytes is the Executor's cap on stdout and stderr, named in
+	// the error of a truncated result. Zero leaves the figure out.
+	MaxOutputBytes int
+
+	// Extensions are tools, prompts and resources served beside execd's
+	// own (the conformance fixtures, cmd/execd-conformance). Nil means
+	// none.
+	Extensions *Extensions
 }
 
 // Causes that end a call's context. A client's cancel means "write
@@ -76,74 +114,94 @@ func clientEnded(ctx context.Context) bool {
 
 // Server is the transport-independent core.
 type Server struct {
-	cfg   config.Config
-	log   *zap.Logger
-	exec  Executor
-	langs []string
-	tools *toolSet
-	feat  features
+	opts      Options
+	log       *zap.Logger
+	exec      Executor
+	tools     *toolSet
+	toolsList [2]preEncoded // tools/list's result per era
+	feat      features
+	table     map[string]method
 
 	sessions *sessionStore
 	inflight *inflight
 	pending  *pendingRequests
 	auth     *authenticator
+	streams  *streamGauge
+
+	// stateKey protects the requestState of input_required rounds
+	// (input.go); fresh for every process.
+	stateKey []byte
+	// loopback: the listener is on a loopback address, so a foreign Host
+	// is refused.
+	loopback bool
 
 	// runCtx parents every call; it is cancelled with errShutdown once the
 	// shutdown grace is over. stopping is closed when shutdown begins, to
-	// end long-lived streams (GET, listen).
+	// end long-lived streams (GET, listen) and refuse new requests.
 	runCtx    context.Context
 	cancelRun context.CancelCauseFunc
 	stopping  chan struct{}
 	stopOnce  sync.Once
 	calls     sync.WaitGroup
 	draining  atomic.Bool
-
-	tableOnce sync.Once
-	table     map[string]method
-
-	streamsMu sync.Mutex
-	streams   map[string]int // open HTTP requests per principal
+	procs     atomic.Int64 // numbers stdio processes, for their scopes
 }
 
-// features are the optional method families a build declares. Production
-// declares tools and logging only; the conformance build adds its fixtures.
-type features struct {
-	prompts   *promptSet
-	resources *resourceSet
-	completes bool
-}
-
-// New returns a Server.
+// New returns a Server. Call Shutdown when done with it: it ends the
+// session sweeper's goroutine and every stream and call still open.
 func New(opts Options) (*Server, error) {
 	if opts.Executor == nil {
-		return nil, errors.New("frontend: nil Executor")
+		return nil, errors.New("frontend: Options.Executor is required")
+	}
+	if len(opts.Languages) == 0 {
+		opts.Languages = []string{"javascript"}
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Path == "" {
+		opts.Path = "/mcp"
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
 	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	auth, err := newAuthenticator(opts.Config.Server.AuthTokensFile)
+	auth, err := newAuthenticator(opts.AuthTokensFile)
 	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &Server{
-		cfg:       opts.Config,
+		opts:      opts,
 		log:       log,
 		exec:      opts.Executor,
-		langs:     opts.Languages,
-		sessions:  newSessionStore(opts.Config.Protocol.SessionIdleTTL.Duration),
+		sessions:  newSessionStore(opts.SessionIdleTTL),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
 		auth:      auth,
+		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
+		stateKey:  key,
+		loopback:  listenerIsLoopback(opts.Listen),
 		runCtx:    ctx,
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),
-		streams:   make(map[string]int),
 	}
 	s.tools = newToolSet(s)
-	registerFixtures(s)
-	if ttl := opts.Config.Protocol.SessionIdleTTL.Duration; ttl > 0 {
+	if err := s.extend(opts.Extensions); err != nil {
+		return nil, err
+	}
+	s.table = s.methods()
+	if err := s.encodeToolsList(); err != nil {
+		return nil, err
+	}
+	if ttl := opts.SessionIdleTTL; ttl > 0 {
 		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
 	}
 	return s, nil
@@ -167,9 +225,11 @@ func (s *Server) sweepSessions(period time.Duration) {
 // ReloadAuth re-reads the auth tokens file (SIGHUP).
 func (s *Server) ReloadAuth() error { return s.auth.reload() }
 
-// Shutdown stops the server: long-lived streams end at once, running calls
-// get until ctx ends to finish, then are cancelled and answered with a
-// "shutting down" result. It returns when every call has answered.
+// Shutdown stops the server: new requests are refused, long-lived streams
+// end at once, running calls get until ctx ends to finish, then are
+// cancelled and answered with a "shutting down" result. It returns when
+// every call has answered. Cancels and client responses still get through
+// while it waits.
 func (s *Server) Shutdown(ctx context.Context) {
 	s.draining.Store(true)
 	s.stopOnce.Do(func() { close(s.stopping) })
@@ -200,179 +260,15 @@ func (e Era) String() string {
 	return "legacy"
 }
 
-// outbound is the way back to the client for one call: notifications and
-// server-to-client requests travel on the request's own stream.
-type outbound interface {
-	// Notify writes a notification; it fails when the stream cannot carry
-	// notifications (JSON-only HTTP) or is gone.
-	Notify(method string, params any) error
-	// Request writes a server-to-client request on the stream; the
-	// response arrives through the pending table.
-	Request(id jsonrpc.ID, method string, params any) error
+// instructions tells the model what execd is for, in discover and
+// initialize results.
+func (s *Server) instructions() string {
+	langs := strings.Join(s.opts.Languages, " and ") + " code"
+	return "Runs " + langs + " in sandboxes with execute_code. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls."
 }
 
-// call is one request being served.
-type call struct {
-	era       Era
-	version   string
-	principal string
-	transport string // "http" or "stdio"
-	id        jsonrpc.ID
-	method    string
-	params    json.RawMessage
-	meta      requestMeta
-	out       outbound
-	session   *session // legacy HTTP
-	proc      *stdioProc
-	logMin    int // least severe level sent as notifications/message; -1 none
-
-	mu        sync.Mutex
-	responded bool   // after the response, nothing more is sent
-	workspace string // for the request log line, once known
-}
-
-// notify sends a notification on the call's stream unless it has answered.
-func (c *call) notify(method string, params any) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.responded || c.out == nil {
-		return errors.New("stream closed")
-	}
-	return c.out.Notify(method, params)
-}
-
-// logMessage sends notifications/message at level when the client asked
-// for that level.
-func (c *call) logMessage(level string, data any) {
-	if c.logMin < 0 || levelRank(level) < c.logMin {
-		return
-	}
-	_ = c.notify("notifications/message", map[string]any{"level": level, "logger": ServerName, "data": data})
-}
-
-// finish marks the call answered: from now on nothing more is written.
-func (c *call) finish() {
-	c.mu.Lock()
-	c.responded = true
-	c.mu.Unlock()
-}
-
-// emitter adapts a call to progress.Emitter.
-type emitter struct{ c *call }
-
-func (e emitter) Notify(method string, params any) error { return e.c.notify(method, params) }
-
-func (c *call) reporter(heartbeat time.Duration) *progress.Reporter {
-	return progress.New(emitter{c}, c.meta.progressToken, progress.Options{Heartbeat: heartbeat})
-}
-
-// handler serves one method.
-type handler func(ctx context.Context, c *call) (any, *jsonrpc.Error)
-
-// method describes one entry of the method table.
-type method struct {
-	h      handler
-	legacy bool // served in the legacy era
-	modern bool // served in the modern era
-}
-
-func (s *Server) methods() map[string]method {
-	m := map[string]method{
-		"ping":                 {h: s.ping, legacy: true},
-		"logging/setLevel":     {h: s.setLevel, legacy: true},
-		"server/discover":      {h: s.discover, modern: true},
-		"subscriptions/listen": {h: s.listen, modern: true},
-		"tools/list":           {h: s.listTools, legacy: true, modern: true},
-		"tools/call":           {h: s.callTool, legacy: true, modern: true},
-	}
-	s.addFeatureMethods(m)
-	return m
-}
-
-// removedInModern are legacy methods that the modern era dropped.
-var removedInModern = map[string]bool{
-	"initialize": true, "notifications/initialized": true, "ping": true, "logging/setLevel": true,
-	"resources/subscribe": true, "resources/unsubscribe": true, "notifications/roots/list_changed": true,
-}
-
-// lookup returns the handler for method in era, or a -32601 error.
-func (s *Server) lookup(era Era, name string) (method, *jsonrpc.Error) {
-	m, ok := s.methodTable()[name]
-	if !ok || (era == EraModern && !m.modern) || (era == EraLegacy && !m.legacy) {
-		return method{}, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", name)
-	}
-	return m, nil
-}
-
-func (s *Server) methodTable() map[string]method {
-	// The table depends only on the build's features; one per Server.
-	s.tableOnce.Do(func() { s.table = s.methods() })
-	return s.table
-}
-
-// serve runs a validated request and shapes its result for the era. A nil
-// result with a nil error means "write nothing" (the client cancelled).
-func (s *Server) serve(ctx context.Context, c *call, m method) (json.RawMessage, *jsonrpc.Error) {
-	res, jerr := m.h(ctx, c)
-	if jerr != nil {
-		return nil, jerr
-	}
-	if res == nil {
-		return nil, nil
-	}
-	b, err := s.shapeResult(c.era, res)
-	if err != nil {
-		s.log.Error("encode result", zap.String("method", c.method), zap.Error(err))
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the result")
-	}
-	return b, nil
-}
-
-// shapeResult marshals a result; in the modern era it adds resultType
-// (when the handler did not) and serverInfo in _meta.
-func (s *Server) shapeResult(era Era, res any) (json.RawMessage, error) {
-	if era == EraModern {
-		if m, ok := res.(map[string]any); ok {
-			// Handlers build fresh maps: add the era's fields in place and
-			// marshal once.
-			if _, ok := m["resultType"]; !ok {
-				m["resultType"] = "complete"
-			}
-			meta, _ := m["_meta"].(map[string]any)
-			if meta == nil {
-				meta = map[string]any{}
-			}
-			meta[metaServerInfo] = serverInfo()
-			m["_meta"] = meta
-			return json.Marshal(m)
-		}
-	}
-	b, err := json.Marshal(res)
-	if err != nil || era != EraModern {
-		return b, err
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, fmt.Errorf("result is not an object: %w", err)
-	}
-	if obj == nil {
-		obj = map[string]json.RawMessage{}
-	}
-	if _, ok := obj["resultType"]; !ok {
-		obj["resultType"] = json.RawMessage(`"complete"`)
-	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := obj["_meta"]; ok {
-		_ = json.Unmarshal(raw, &meta)
-	}
-	si, _ := json.Marshal(serverInfo())
-	meta[metaServerInfo] = si
-	obj["_meta"], _ = json.Marshal(meta)
-	return json.Marshal(obj)
-}
-
-func serverInfo() map[string]string {
-	return map[string]string{"name": ServerName, "version": ServerVersion}
+func (s *Server) serverInfo() map[string]string {
+	return map[string]string{"name": ServerName, "version": s.opts.Version}
 }
 
 func (s *Server) capabilities() map[string]any {
@@ -383,149 +279,40 @@ func (s *Server) capabilities() map[string]any {
 	if s.feat.resources != nil {
 		caps["resources"] = map[string]any{"listChanged": false, "subscribe": false}
 	}
-	if s.feat.completes {
+	if s.feat.completions {
 		caps["completions"] = map[string]any{}
 	}
 	return caps
 }
 
-// requiredCapabilities returns the client capabilities a call needs that
-// the request did not declare (MM-2), as an object for -32021's data.
-func missingCapabilities(need []string, have map[string]json.RawMessage) map[string]any {
-	var miss map[string]any
-	for _, n := range need {
-		if _, ok := have[n]; !ok {
-			if miss == nil {
-				miss = map[string]any{}
-			}
-			miss[n] = map[string]any{}
-		}
-	}
-	return miss
+// streamGauge counts the open HTTP requests and streams per principal
+// against Options.MaxStreamsPerPrincipal.
+type streamGauge struct {
+	limit int
+	mu    sync.Mutex
+	open  map[string]int
 }
 
-func (s *Server) ping(context.Context, *call) (any, *jsonrpc.Error) { return struct{}{}, nil }
-
-func (s *Server) setLevel(_ context.Context, c *call) (any, *jsonrpc.Error) {
-	var p struct {
-		Level string `json:"level"`
-	}
-	if err := json.Unmarshal(c.params, &p); err != nil || levelRank(p.Level) < 0 {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
-	}
-	switch {
-	case c.session != nil:
-		c.session.setLogLevel(levelRank(p.Level))
-	case c.proc != nil:
-		c.proc.logMin.Store(int32(levelRank(p.Level)))
-	}
-	return struct{}{}, nil
+func newStreamGauge(limit int) *streamGauge {
+	return &streamGauge{limit: limit, open: make(map[string]int)}
 }
 
-func (s *Server) discover(context.Context, *call) (any, *jsonrpc.Error) {
-	return map[string]any{
-		"supportedVersions": allVersions,
-		"capabilities":      s.capabilities(),
-		"instructions":      s.instructions(),
-		"ttlMs":             300000,
-		"cacheScope":        "public",
-	}, nil
+// take counts one more for principal; it fails at the limit. release gives
+// it back.
+func (g *streamGauge) take(principal string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.limit > 0 && g.open[principal] >= g.limit {
+		return false
+	}
+	g.open[principal]++
+	return true
 }
 
-// initializeResult answers a legacy initialize, negotiating the version.
-func (s *Server) initializeResult(requested string) (map[string]any, string) {
-	v := requested
-	if !isLegacyVersion(v) {
-		v = VersionLatest
+func (g *streamGauge) release(principal string) {
+	g.mu.Lock()
+	if g.open[principal]--; g.open[principal] <= 0 {
+		delete(g.open, principal)
 	}
-	return map[string]any{
-		"protocolVersion": v,
-		"capabilities":    s.capabilities(),
-		"serverInfo":      serverInfo(),
-		"instructions":    s.instructions(),
-	}, v
-}
-
-// listen serves subscriptions/listen: execd has nothing to push, so it
-// acknowledges an empty set, keeps the stream open, and ends it with a
-// result when the server stops. A client ends it by closing the stream
-// (HTTP) or cancelling (stdio).
-func (s *Server) listen(ctx context.Context, c *call) (any, *jsonrpc.Error) {
-	var p struct {
-		Notifications map[string]json.RawMessage `json:"notifications"`
-	}
-	if len(c.params) > 0 {
-		if err := json.Unmarshal(c.params, &p); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
-		}
-	}
-	subMeta := map[string]any{metaSubscription: c.id}
-	if err := c.notify("notifications/subscriptions/acknowledged", map[string]any{
-		"_meta": subMeta, "notifications": map[string]any{},
-	}); err != nil {
-		return nil, nil
-	}
-	select {
-	case <-ctx.Done():
-		if clientEnded(ctx) {
-			return nil, nil
-		}
-	case <-s.stopping:
-	}
-	return map[string]any{"_meta": subMeta}, nil
-}
-
-// askClient sends a server-to-client request (elicitation, sampling, roots)
-// on the call's own stream and waits for the client's response, which the
-// front end intercepts before routing. Legacy era only (M-5): the modern era
-// asks with an input_required result instead.
-func (s *Server) askClient(ctx context.Context, c *call, method string, params any) (json.RawMessage, *jsonrpc.Error) {
-	if c.era != EraLegacy {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: no server requests in the %s era", c.era)
-	}
-	scope := stdioScope
-	if c.session != nil {
-		scope = "s:" + c.session.id
-	}
-	id, ch, done := s.pending.open(scope)
-	defer done()
-	c.mu.Lock()
-	var err error
-	if c.responded || c.out == nil {
-		err = errors.New("stream closed")
-	} else {
-		err = c.out.Request(id, method, params)
-	}
-	c.mu.Unlock()
-	if err != nil {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot send %s: %v (the request needs an SSE stream)", method, err)
-	}
-	select {
-	case <-ctx.Done():
-		return nil, nil
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, &jsonrpc.Error{Code: m.Error.Code, Message: "the client answered " + method + " with an error: " + m.Error.Message}
-		}
-		return m.Result, nil
-	}
-}
-
-// openStream counts one more open HTTP request for principal; it fails
-// when the principal is at server.max_streams_per_principal.
-func (s *Server) openStream(principal string) (release func(), ok bool) {
-	limit := s.cfg.Server.MaxStreams
-	s.streamsMu.Lock()
-	defer s.streamsMu.Unlock()
-	if limit > 0 && s.streams[principal] >= limit {
-		return nil, false
-	}
-	s.streams[principal]++
-	return func() {
-		s.streamsMu.Lock()
-		if s.streams[principal]--; s.streams[principal] <= 0 {
-			delete(s.streams, principal)
-		}
-		s.streamsMu.Unlock()
-	}, true
+	g.mu.Unlock()
 }

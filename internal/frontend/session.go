@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"execd/internal/jsonrpc"
 )
 
 // session is a legacy-era HTTP session: it exists for correlation only
@@ -18,8 +15,8 @@ type session struct {
 	id        string
 	principal string
 	version   string
+	peer      *peer // scope "s:<id>"; the log level set by logging/setLevel
 
-	logMin   atomic.Int32
 	lastUsed atomic.Int64 // unix nanoseconds
 	active   atomic.Int32 // calls in flight: a session with one is never idle
 
@@ -29,16 +26,13 @@ type session struct {
 	cancel context.CancelCauseFunc
 }
 
-func (s *session) setLogLevel(rank int) { s.logMin.Store(int32(rank)) }
-
 func (s *session) touch() { s.lastUsed.Store(time.Now().UnixNano()) }
 
-// begin marks a call in flight; the returned end marks it done and counts
-// as use, so that idle time starts when the last call ends.
-func (s *session) begin() (end func()) {
-	s.active.Add(1)
-	return func() { s.touch(); s.active.Add(-1) }
-}
+// begin marks a call in flight; end marks it done and counts as use, so
+// that idle time starts when the last call ends.
+func (s *session) begin() { s.active.Add(1) }
+
+func (s *session) end() { s.touch(); s.active.Add(-1) }
 
 // expired reports whether the session has been idle longer than ttl.
 func (s *session) expired(ttl time.Duration) bool {
@@ -64,8 +58,8 @@ func (st *sessionStore) create(principal, version string) *session {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &session{id: hex.EncodeToString(b[:]), principal: principal, version: version, ctx: ctx, cancel: cancel}
-	s.logMin.Store(int32(levelRank("info")))
+	id := hex.EncodeToString(b[:])
+	s := &session{id: id, principal: principal, version: version, peer: newPeer("s:" + id), ctx: ctx, cancel: cancel}
 	s.touch()
 	st.mu.Lock()
 	st.m[s.id] = s
@@ -127,89 +121,4 @@ func (st *sessionStore) closeAll() {
 		delete(st.m, id)
 		s.cancel(errShutdown)
 	}
-}
-
-// inflight maps (scope, request id) to the cancel function of a running
-// call, so that notifications/cancelled can reach it without waiting for
-// anything. A scope is a legacy session or a stdio process.
-type inflight struct {
-	mu sync.Mutex
-	m  map[string]context.CancelCauseFunc
-}
-
-func newInflight() *inflight { return &inflight{m: make(map[string]context.CancelCauseFunc)} }
-
-func inflightKey(scope string, id jsonrpc.ID) string { return scope + "\x00" + id.Key() }
-
-// add registers a call; it fails when the id is already in flight in the
-// scope (ids must be unique per requestor and session).
-func (f *inflight) add(scope string, id jsonrpc.ID, cancel context.CancelCauseFunc) bool {
-	k := inflightKey(scope, id)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, dup := f.m[k]; dup {
-		return false
-	}
-	f.m[k] = cancel
-	return true
-}
-
-func (f *inflight) remove(scope string, id jsonrpc.ID) {
-	f.mu.Lock()
-	delete(f.m, inflightKey(scope, id))
-	f.mu.Unlock()
-}
-
-// cancel cancels the call, if it is still running. Unknown ids are ignored.
-func (f *inflight) cancel(scope string, id jsonrpc.ID) bool {
-	f.mu.Lock()
-	c := f.m[inflightKey(scope, id)]
-	f.mu.Unlock()
-	if c != nil {
-		c(errClientCancel)
-	}
-	return c != nil
-}
-
-// pendingRequests are server-to-client requests waiting for the client's
-// response, which the front end intercepts before routing.
-type pendingRequests struct {
-	mu   sync.Mutex
-	next int64
-	m    map[string]chan *jsonrpc.Message
-}
-
-func newPendingRequests() *pendingRequests {
-	return &pendingRequests{m: make(map[string]chan *jsonrpc.Message)}
-}
-
-// open allocates an id in scope and a channel its response will arrive on.
-func (p *pendingRequests) open(scope string) (jsonrpc.ID, <-chan *jsonrpc.Message, func()) {
-	p.mu.Lock()
-	p.next++
-	id := jsonrpc.NewStringID("execd-" + strconv.FormatInt(p.next, 10))
-	ch := make(chan *jsonrpc.Message, 1)
-	k := inflightKey(scope, id)
-	p.m[k] = ch
-	p.mu.Unlock()
-	return id, ch, func() {
-		p.mu.Lock()
-		delete(p.m, k)
-		p.mu.Unlock()
-	}
-}
-
-// deliver hands a client response to the request waiting for it. Unknown
-// ids are dropped.
-func (p *pendingRequests) deliver(scope string, m *jsonrpc.Message) bool {
-	k := inflightKey(scope, m.ID)
-	p.mu.Lock()
-	ch := p.m[k]
-	delete(p.m, k)
-	p.mu.Unlock()
-	if ch == nil {
-		return false
-	}
-	ch <- m
-	return true
 }

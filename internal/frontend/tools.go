@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -20,13 +21,18 @@ import (
 type tool struct {
 	name string
 	def  map[string]any
-	// headers maps an x-mcp-header name (lower case) to the argument it
-	// mirrors, for Mcp-Param-* validation.
-	headers map[string]string
-	// needs lists client capabilities the tool requires (MM-2).
+	// schema and mirrors are read from def's inputSchema: the declared
+	// arguments, and those a modern client mirrors into Mcp-Param-*.
+	schema  argSchema
+	mirrors []mirror
+	// needs lists client capabilities a modern request must declare to call
+	// the tool (-32021).
 	needs []string
-	run   func(ctx context.Context, c *call, args json.RawMessage) (any, *jsonrpc.Error)
+	run   func(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error)
 }
+
+// mirror is an argument declared with "x-mcp-header".
+type mirror struct{ header, arg string }
 
 // toolSet keeps tools in tools/list order.
 type toolSet struct {
@@ -34,42 +40,71 @@ type toolSet struct {
 	byName map[string]*tool
 }
 
-func (ts *toolSet) add(t *tool) {
-	t.def["name"] = t.name
+func (ts *toolSet) add(t *tool) error {
+	if t.name == "" || ts.byName[t.name] != nil {
+		return fmt.Errorf("frontend: tool name %q is empty or taken", t.name)
+	}
+	def := make(map[string]any, len(t.def)+1)
+	for k, v := range t.def {
+		def[k] = v
+	}
+	def["name"] = t.name
+	t.def = def
+	in, _ := def["inputSchema"].(map[string]any)
+	t.schema = newArgSchema(in)
+	props, _ := in["properties"].(map[string]any)
+	for _, arg := range t.schema.known {
+		p, _ := props[arg].(map[string]any)
+		if h, ok := p["x-mcp-header"].(string); ok && h != "" {
+			t.mirrors = append(t.mirrors, mirror{header: h, arg: arg})
+		}
+	}
 	ts.list = append(ts.list, t)
 	ts.byName[t.name] = t
+	return nil
 }
 
 func newToolSet(s *Server) *toolSet {
 	ts := &toolSet{byName: map[string]*tool{}}
-	ts.add(s.executeCodeTool())
-	ts.add(s.listWorkspacesTool())
-	ts.add(s.resetWorkspaceTool())
-	ts.add(s.deleteWorkspaceTool())
+	for _, t := range []*tool{s.executeCodeTool(), s.listWorkspacesTool(), s.resetWorkspaceTool(), s.deleteWorkspaceTool()} {
+		_ = ts.add(t)
+	}
 	return ts
 }
 
-func (s *Server) listTools(_ context.Context, c *call) (any, *jsonrpc.Error) {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
-	if len(c.params) > 0 {
-		_ = json.Unmarshal(c.params, &p)
-	}
-	if p.Cursor != nil {
+func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+	if !jsonrpc.IsNull(c.meta.head.cursor) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor (the list has one page)")
 	}
-	defs := make([]map[string]any, len(s.tools.list))
-	for i, t := range s.tools.list {
-		defs[i] = t.def
-	}
-	res := map[string]any{"tools": defs}
-	if c.era == EraModern {
-		res["ttlMs"] = 300000
-		res["cacheScope"] = "public"
-	}
-	return res, nil
+	return s.toolsList[c.era], nil
 }
+
+// encodeToolsList encodes tools/list's result once per era: the list
+// never changes while the server runs.
+func (s *Server) encodeToolsList() error {
+	for _, era := range []Era{EraLegacy, EraModern} {
+		defs := make([]map[string]any, len(s.tools.list))
+		for i, t := range s.tools.list {
+			defs[i] = t.def
+		}
+		res := map[string]any{"tools": defs}
+		if era == EraModern {
+			res["ttlMs"] = 300000
+			res["cacheScope"] = "public"
+		}
+		b, err := s.shapeResult(era, res)
+		if err != nil {
+			return fmt.Errorf("frontend: tools/list: %w", err)
+		}
+		s.toolsList[era] = preEncoded(b)
+	}
+	return nil
+}
+
+// preEncoded is a result encoded in advance for its era.
+type preEncoded json.RawMessage
+
+func (p preEncoded) encode(Era, string) json.RawMessage { return json.RawMessage(p) }
 
 // toolCallParams is params of tools/call.
 type toolCallParams struct {
@@ -80,14 +115,16 @@ type toolCallParams struct {
 
 // parseToolCall reads tools/call params from the request's parsed head.
 func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
-	if !m.headOK {
+	if !m.head.object {
 		return toolCallParams{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs params with a tool name")
 	}
-	p := toolCallParams{Arguments: m.head.Arguments, Task: m.head.Task}
-	if len(m.head.Name) > 0 {
-		if err := json.Unmarshal(m.head.Name, &p.Name); err != nil {
+	p := toolCallParams{Arguments: m.head.arguments, Task: m.head.task}
+	if m.head.name != nil {
+		name, ok := jsonrpc.String(m.head.name)
+		if !ok {
 			return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the tool name must be a string")
 		}
+		p.Name = name
 	}
 	if p.Name == "" {
 		return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs a tool name")
@@ -95,28 +132,77 @@ func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
 	return p, nil
 }
 
-func (s *Server) callTool(ctx context.Context, c *call) (any, *jsonrpc.Error) {
+// prepareTool reads a call of a known tool before it runs: the client
+// capabilities it needs (modern era, -32021), its arguments by exact key
+// (-32602, args.go) and, over HTTP in the modern era, the Mcp-Param-*
+// headers that mirror them (-32020). A call the handler must answer
+// in-band (no name, an unknown tool, a task) passes on untouched, and so do
+// arguments that are not an object, which the tool refuses as an isError
+// result.
+func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 	p, jerr := parseToolCall(c.meta)
-	if jerr != nil {
-		return nil, jerr
-	}
-	if len(p.Task) > 0 && string(p.Task) != "null" {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Tasks are not supported: call %s without task", p.Name)
+	c.toolCall, c.toolErr = p, jerr
+	if jerr != nil || !jsonrpc.IsNull(p.Task) {
+		return nil
 	}
 	t := s.tools.byName[p.Name]
 	if t == nil {
+		return nil
+	}
+	c.tool = t
+	if c.era == EraModern {
+		var miss map[string]any
+		for _, n := range t.needs {
+			if !c.meta.hasCapability(n) {
+				if miss == nil {
+					miss = map[string]any{}
+				}
+				miss[n] = map[string]any{}
+			}
+		}
+		if miss != nil {
+			return refuse(http.StatusBadRequest, c.id, &jsonrpc.Error{Code: jsonrpc.CodeMissingCapability,
+				Message: "Missing required client capability", Data: map[string]any{"requiredCapabilities": miss}})
+		}
+	}
+	if jsonrpc.IsNull(p.Arguments) || !jsonrpc.IsObject(p.Arguments) {
+		return nil
+	}
+	args, jerr := t.schema.decode(t.name, p.Arguments)
+	if jerr != nil {
+		return refuse(http.StatusOK, c.id, jerr)
+	}
+	c.args = args
+	if c.era == EraModern && hdr != nil {
+		if jerr := checkParamHeaders(hdr, t, args); jerr != nil {
+			return refuse(http.StatusBadRequest, c.id, jerr)
+		}
+	}
+	return nil
+}
+
+func (s *Server) callTool(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+	p := c.toolCall
+	if c.toolErr != nil {
+		return nil, c.toolErr
+	}
+	if !jsonrpc.IsNull(p.Task) {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Tasks are not supported: call %s without task", p.Name)
+	}
+	t := c.tool
+	if t == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
-	args := bytes.TrimSpace(p.Arguments)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+	if !jsonrpc.IsNull(p.Arguments) && !jsonrpc.IsObject(p.Arguments) {
+		return toolResult(map[string]any{"error": "arguments must be an object"}, true), nil
 	}
-	return t.run(ctx, c, args)
+	return t.run(ctx, c, c.args)
 }
 
 // toolResult is a CallToolResult whose text block is exactly the
 // structured content serialised, so that every client shows the model the
-// same thing (protocol.md §7.1).
+// same thing: Claude Code shows the model only structuredContent on
+// success and only the text on errors (RATIONALE.md).
 func toolResult(structured any, isError bool) map[string]any {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -129,29 +215,12 @@ func toolResult(structured any, isError bool) map[string]any {
 	}
 }
 
-// execOutput is execute_code's structuredContent.
-type execOutput struct {
-	Status     string  `json:"status"`
-	Stdout     string  `json:"stdout"`
-	Stderr     string  `json:"stderr"`
-	Result     *string `json:"result,omitempty"`
-	Error      string  `json:"error,omitempty"`
-	Workspace  string  `json:"workspace,omitempty"`
-	Language   string  `json:"language,omitempty"`
-	DurationMs int64   `json:"durationMs"`
-	Truncated  bool    `json:"truncated"`
-	Reset      bool    `json:"reset,omitempty"`
-}
-
 var annotationsRun = map[string]any{
 	"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false,
 }
 
 func (s *Server) executeCodeTool() *tool {
-	langs := s.langs
-	if len(langs) == 0 {
-		langs = []string{"javascript"}
-	}
+	langs := s.opts.Languages
 	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
 		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
@@ -170,7 +239,8 @@ func (s *Server) executeCodeTool() *tool {
 						"description": "The workspace to run in: the id a previous result returned, or a name of your choice (1-64 characters of A-Z a-z 0-9 . _ -). Omit to create a new one."},
 					"timeout_ms": map[string]any{"type": "integer", "minimum": 1, "description": "Stop the code after this many milliseconds (the workspace keeps its state)."},
 				},
-				"required": []string{"code", "language"},
+				"required":             []string{"code", "language"},
+				"additionalProperties": false,
 			},
 			"outputSchema": map[string]any{
 				"type": "object",
@@ -190,65 +260,38 @@ func (s *Server) executeCodeTool() *tool {
 			},
 			"annotations": annotationsRun,
 		},
-		headers: map[string]string{"workspace": "workspace"},
-		run:     s.executeCode,
+		run: s.executeCode,
 	}
 }
 
-// execArgs are execute_code's arguments.
-type execArgs struct {
-	Code      *string         `json:"code"`
-	Language  *string         `json:"language"`
-	Workspace *string         `json:"workspace"`
-	TimeoutMs json.RawMessage `json:"timeout_ms"`
-}
-
-func decodeArgs(args json.RawMessage, v any) error {
-	if !isObject(args) {
-		return errors.New("arguments must be an object")
+func (s *Server) executeCode(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error) {
+	fail := func(ws, format string, a ...any) (any, *jsonrpc.Error) {
+		return execResult{out: execOutput{Status: string(worker.StatusError), Error: fmt.Sprintf(format, a...), Workspace: ws}, isError: true}, nil
 	}
-	if err := json.Unmarshal(args, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("argument %s must be a %s", te.Field, jsonKind(te.Type.Kind().String()))
-		}
-		return fmt.Errorf("invalid arguments: %v", err)
+	code, err := args.stringArg("code")
+	if err != nil {
+		return fail("", "%v", err)
 	}
-	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string", "ptr":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "int", "int64", "float64":
-		return "number"
+	language, err := args.stringArg("language")
+	if err != nil {
+		return fail("", "%v", err)
 	}
-	return goKind
-}
-
-func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) (any, *jsonrpc.Error) {
-	var a execArgs
-	fail := func(ws, format string, args ...any) (any, *jsonrpc.Error) {
-		return toolResult(execOutput{Status: string(worker.StatusError), Error: fmt.Sprintf(format, args...), Workspace: ws}, true), nil
-	}
-	if err := decodeArgs(raw, &a); err != nil {
+	wsArg, err := args.stringArg("workspace")
+	if err != nil {
 		return fail("", "%v", err)
 	}
 	ws := ""
-	if a.Workspace != nil {
-		ws = *a.Workspace
+	if wsArg != nil {
+		ws = *wsArg
 	}
-	if a.Code == nil {
+	if code == nil {
 		return fail(ws, "missing argument code: the code to run")
 	}
-	if a.Language == nil || strings.TrimSpace(*a.Language) == "" {
-		return fail(ws, "missing argument language: one of %s", strings.Join(s.langs, ", "))
+	if language == nil || strings.TrimSpace(*language) == "" {
+		return fail(ws, "missing argument language: one of %s", strings.Join(s.opts.Languages, ", "))
 	}
-	timeout := s.cfg.Limits.RequestTimeout.Duration
-	if t := bytes.TrimSpace(a.TimeoutMs); len(t) > 0 && string(t) != "null" {
+	timeout := s.opts.RequestTimeout
+	if t := args.get("timeout_ms"); !jsonrpc.IsNull(t) {
 		var ms int64
 		if err := json.Unmarshal(t, &ms); err != nil || ms < 1 {
 			return fail(ws, "timeout_ms must be a positive integer (milliseconds)")
@@ -258,36 +301,32 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 			timeout = d
 		}
 	}
-	lang := strings.ToLower(strings.TrimSpace(*a.Language))
+	lang := strings.ToLower(strings.TrimSpace(*language))
 
-	rep := c.reporter(s.cfg.Protocol.ProgressHeartbeat.Duration)
+	rep := c.reporter()
 	defer rep.Stop()
 	rep.Start("accepted " + lang + " code")
 	// The timeout bounds the run, not the wait for a busy workspace or a
 	// run slot: a queued call can still be cancelled by its client.
 	out, err := s.exec.Run(ctx, workspace.Request{
-		Principal: c.principal, Workspace: ws, Language: lang, Code: *a.Code, Sink: rep, Timeout: timeout,
+		Principal: c.principal, Workspace: ws, Language: lang, Code: *code, Sink: rep, Timeout: timeout,
 	})
-	if clientEnded(ctx) {
-		rep.Stop()
-		return nil, nil
-	}
 	if err != nil {
 		var we *workspace.Error
-		if errors.As(err, &we) {
+		switch {
+		case errors.As(err, &we):
 			return fail(ws, "%s", we.Msg)
-		}
-		if errors.Is(context.Cause(ctx), errShutdown) {
+		case errors.Is(context.Cause(ctx), errShutdown):
 			return fail(ws, "execd is shutting down; the code did not run")
+		case ctx.Err() != nil:
+			return nil, nil // the client went away while the call waited
 		}
 		s.log.Error("execute_code", zap.String("workspace", ws), zap.Error(err))
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: %v", err)
 	}
 	rep.Flush()
 	rep.Stop()
-	c.mu.Lock()
-	c.workspace = out.Workspace
-	c.mu.Unlock()
+	c.setWorkspace(out.Workspace)
 	r := out.Result
 	o := execOutput{
 		Status:     string(r.Status),
@@ -319,17 +358,21 @@ func (s *Server) executeCode(ctx context.Context, c *call, raw json.RawMessage) 
 	}
 	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
 	if r.Truncated {
-		// Lost output is a failure the model must notice (house rule): the
-		// run itself may have succeeded, which status still says.
+		// Lost output is a failure the model must notice: the run itself
+		// may have succeeded, which status still says.
 		isErr = true
 		if o.Error == "" {
-			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %d bytes; the head and the tail are kept. Print less, or write large output to a file under /workspace", s.cfg.Limits.MaxOutputBytes)
+			limit := "the output limit"
+			if s.opts.MaxOutputBytes > 0 {
+				limit = fmt.Sprintf("%d bytes", s.opts.MaxOutputBytes)
+			}
+			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %s; the head and the tail are kept. Print less, or write large output to a file under /workspace", limit)
 		}
 	}
 	if r.Reset {
-		c.logMessage("warning", fmt.Sprintf("workspace %s was restarted: state from earlier calls is lost, files are kept", out.Workspace))
+		c.Log("warning", fmt.Sprintf("workspace %s was restarted: state from earlier calls is lost, files are kept", out.Workspace))
 	}
-	return toolResult(o, isErr), nil
+	return execResult{out: o, isError: isErr}, nil
 }
 
 func joinErr(head, guest string, reset bool) string {
@@ -351,121 +394,4 @@ func formatGuestError(e *worker.GuestError) string {
 		s += "\n" + st
 	}
 	return s
-}
-
-// Workspace tools.
-
-type wsArgs struct {
-	Workspace *string `json:"workspace"`
-	Files     *bool   `json:"files"`
-}
-
-func workspaceProp() map[string]any {
-	return map[string]any{"type": "string", "x-mcp-header": "Workspace", "description": "The workspace id."}
-}
-
-func (s *Server) listWorkspacesTool() *tool {
-	return &tool{
-		name: "list_workspaces",
-		def: map[string]any{
-			"title":       "List workspaces",
-			"description": "List your workspaces: id, languages with live interpreters, whether each is running, when it was last used and the disk its files use.",
-			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{}},
-			"outputSchema": map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"workspaces": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}},
-				"required":   []string{"workspaces"},
-			},
-			"annotations": map[string]any{"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
-		},
-		run: func(ctx context.Context, c *call, _ json.RawMessage) (any, *jsonrpc.Error) {
-			infos := s.exec.List(c.principal)
-			list := make([]map[string]any, 0, len(infos))
-			for _, in := range infos {
-				e := map[string]any{
-					"workspace": in.ID, "languages": in.Languages, "live": in.Live, "running": in.Running,
-					"diskBytes": in.DiskBytes,
-				}
-				if in.Languages == nil {
-					e["languages"] = []string{}
-				}
-				if !in.LastUsed.IsZero() {
-					e["lastUsed"] = in.LastUsed.UTC().Format(time.RFC3339)
-				}
-				list = append(list, e)
-			}
-			return toolResult(map[string]any{"workspaces": list}, false), nil
-		},
-	}
-}
-
-func (s *Server) resetWorkspaceTool() *tool {
-	return &tool{
-		name: "reset_workspace",
-		def: map[string]any{
-			"title":       "Reset a workspace",
-			"description": "Drop a workspace's interpreter state (variables, functions). Files under /workspace are kept unless files is true.",
-			"inputSchema": map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"workspace": workspaceProp(),
-					"files":     map[string]any{"type": "boolean", "description": "Also delete the workspace's files."},
-				},
-				"required": []string{"workspace"},
-			},
-			"annotations": map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
-		},
-		headers: map[string]string{"workspace": "workspace"},
-		run: func(ctx context.Context, c *call, raw json.RawMessage) (any, *jsonrpc.Error) {
-			return s.workspaceOp(ctx, c, raw, "reset", func(ws string, files bool) error {
-				return s.exec.Reset(ctx, c.principal, ws, files)
-			})
-		},
-	}
-}
-
-func (s *Server) deleteWorkspaceTool() *tool {
-	return &tool{
-		name: "delete_workspace",
-		def: map[string]any{
-			"title":       "Delete a workspace",
-			"description": "Delete a workspace: its interpreter state and all its files.",
-			"inputSchema": map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"workspace": workspaceProp()},
-				"required":   []string{"workspace"},
-			},
-			"annotations": map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
-		},
-		headers: map[string]string{"workspace": "workspace"},
-		run: func(ctx context.Context, c *call, raw json.RawMessage) (any, *jsonrpc.Error) {
-			return s.workspaceOp(ctx, c, raw, "deleted", func(ws string, _ bool) error {
-				return s.exec.Delete(ctx, c.principal, ws)
-			})
-		},
-	}
-}
-
-func (s *Server) workspaceOp(_ context.Context, _ *call, raw json.RawMessage, verb string, op func(string, bool) error) (any, *jsonrpc.Error) {
-	var a wsArgs
-	if err := decodeArgs(raw, &a); err != nil {
-		return toolResult(map[string]any{"error": err.Error()}, true), nil
-	}
-	if a.Workspace == nil || *a.Workspace == "" {
-		return toolResult(map[string]any{"error": "missing argument workspace"}, true), nil
-	}
-	files := a.Files != nil && *a.Files
-	if err := op(*a.Workspace, files); err != nil {
-		var we *workspace.Error
-		msg := err.Error()
-		if errors.As(err, &we) {
-			msg = we.Msg
-		}
-		return toolResult(map[string]any{"workspace": *a.Workspace, "error": msg}, true), nil
-	}
-	out := map[string]any{"workspace": *a.Workspace, "status": verb}
-	if verb == "reset" {
-		out["filesDeleted"] = files
-	}
-	return toolResult(out, false), nil
 }

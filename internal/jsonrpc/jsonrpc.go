@@ -1,12 +1,14 @@
 // Package jsonrpc decodes and encodes JSON-RPC 2.0 messages as MCP uses
 // them: one object per message (batches are split by the caller), ids that
-// keep their JSON type, and errors that carry a code and optional data.
+// keep their exact JSON text, and errors that carry a code and optional
+// data. Decoding is one pass over the bytes (scan.go); keys are matched
+// exactly, and a key that appears twice is refused rather than letting the
+// last one win, so that execd never reads a message differently from a
+// proxy or a log that reads the first.
 package jsonrpc
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -31,15 +33,13 @@ const (
 	CodeUnsupportedProtocol = -32022
 )
 
-// ID is a request id kept as raw JSON so that it is echoed with its type:
-// 3 stays 3 and "3" stays "3". The zero ID is absent; NullID is JSON null.
+// ID is a request id kept as its exact JSON text, so that it is echoed as
+// it came: 3 stays 3, "3" stays "3" and 1E2 stays 1E2. The zero ID is
+// absent; NullID is JSON null.
 type ID struct{ raw json.RawMessage }
 
 // NullID is the id of an error answering a message whose id is unknown.
 var NullID = ID{raw: json.RawMessage("null")}
-
-// NewIntID returns an integer id.
-func NewIntID(n int64) ID { return ID{raw: json.RawMessage(fmt.Sprint(n))} }
 
 // NewStringID returns a string id.
 func NewStringID(s string) ID {
@@ -53,36 +53,36 @@ func (id ID) IsZero() bool { return len(id.raw) == 0 }
 // IsNull reports whether the id is JSON null.
 func (id ID) IsNull() bool { return string(id.raw) == "null" }
 
-// Valid reports whether the id is a string or an integer, as MCP requires.
+// Valid reports whether the id is a string or an integer, as MCP requires
+// (spec: docs/specification/2025-11-25/basic/index.mdx §Requests). An
+// integer is any JSON number whose value is whole, however it is written
+// (7, 1E2, 100.0) and however large; see IntegerKey.
 func (id ID) Valid() bool {
 	if len(id.raw) == 0 {
 		return false
 	}
-	switch id.raw[0] {
-	case '"':
-		var s string
-		return json.Unmarshal(id.raw, &s) == nil
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		// JSON integers only: no fraction or exponent, and within int64.
-		_, err := strconv.ParseInt(string(id.raw), 10, 64)
-		return err == nil && (id.raw[0] != '-' || len(id.raw) > 1) && !leadingZero(id.raw)
+	if id.raw[0] == '"' {
+		_, ok := String(id.raw)
+		return ok
 	}
-	return false
+	_, ok := IntegerKey(id.raw)
+	return ok
 }
 
-// leadingZero reports a number JSON forbids, such as 01 or -012.
-func leadingZero(b []byte) bool {
-	if b[0] == '-' {
-		b = b[1:]
+// Key identifies the id by value, for matching a cancel or a response to
+// the request it names: 100 and 1E2 are one id, "a" and "\u0061" are one
+// id, and "3" and 3 are two. It is "" for an id that is not Valid.
+func (id ID) Key() string {
+	if len(id.raw) > 0 && id.raw[0] == '"' {
+		s, ok := String(id.raw)
+		if !ok {
+			return ""
+		}
+		return `"` + s
 	}
-	return len(b) > 1 && b[0] == '0'
+	k, _ := IntegerKey(id.raw)
+	return k
 }
-
-// Key is a string that identifies the id with its type ("3" and 3 differ).
-func (id ID) Key() string { return string(id.raw) }
-
-// Raw returns the id's JSON.
-func (id ID) Raw() json.RawMessage { return id.raw }
 
 // String is the id as it appears on the wire.
 func (id ID) String() string { return string(id.raw) }
@@ -97,23 +97,125 @@ func (id ID) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (id *ID) UnmarshalJSON(b []byte) error {
-	id.raw = append(json.RawMessage(nil), bytes.TrimSpace(b)...)
+	id.raw = append(json.RawMessage(nil), trimSpace(b)...)
 	return nil
 }
 
+// maxExponent bounds the exponent an integer may be written with (1e9 is
+// a fine id); a number beyond it is refused rather than compared.
+const maxExponent = 1 << 20
+
+// IntegerKey reports whether raw is a JSON number with a whole value and,
+// if so, returns a text that is equal for equal values: the sign, the
+// significant digits and, for trailing zeros, an exponent ("100", "1E2"
+// and "100.0" all give "1e2"; "42" gives "42"; "-0" gives "0"). A number
+// whose exponent exceeds ±2^20 is refused.
+func IntegerKey(raw []byte) (string, bool) {
+	n := len(raw)
+	if isPlainInteger(raw) {
+		return string(raw), true
+	}
+	r := &reader{b: raw}
+	if n == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') || r.number() != nil || r.i != n {
+		return "", false
+	}
+	i := 0
+	neg := raw[0] == '-'
+	if neg {
+		i++
+	}
+	var digits []byte
+	for i < n && raw[i] >= '0' && raw[i] <= '9' {
+		digits = append(digits, raw[i])
+		i++
+	}
+	frac := 0
+	if i < n && raw[i] == '.' {
+		i++
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			digits = append(digits, raw[i])
+			frac++
+			i++
+		}
+	}
+	exp := 0
+	if i < n && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		s := string(raw[i:])
+		v, err := strconv.Atoi(s)
+		if err != nil || v > maxExponent || v < -maxExponent {
+			return "", false
+		}
+		exp = v
+	}
+	exp -= frac
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return "0", true
+	}
+	for digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if exp < 0 {
+		return "", false
+	}
+	key := string(digits)
+	if neg {
+		key = "-" + key
+	}
+	if exp > 0 {
+		key += "e" + strconv.Itoa(exp)
+	}
+	return key, true
+}
+
+// isPlainInteger reports an integer written without fraction, exponent or
+// trailing zeros ("7", "-42", "0"), which is its own key.
+func isPlainInteger(raw []byte) bool {
+	if len(raw) == 1 && raw[0] == '0' {
+		return true
+	}
+	if len(raw) > 0 && raw[0] == '-' {
+		raw = raw[1:]
+	}
+	if len(raw) == 0 || raw[0] < '1' || raw[0] > '9' || raw[len(raw)-1] == '0' {
+		return false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
 // Message is any JSON-RPC message: a request (Method and ID), a
 // notification (Method, no ID) or a response (ID with Result or Error).
+// Params, Result and the ID are slices of the decoded input.
 type Message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      ID              `json:"id,omitzero"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
+	ID     ID
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *Error
 
-	hasMethod   bool // "method" was present
-	methodIsStr bool // and was a string
-	hasID       bool // "id" was present (maybe null)
+	hasMethod bool // "method" was present
+	hasID     bool // "id" was present (maybe null)
 }
 
 // IsRequest reports a message with a method and an id.
@@ -142,88 +244,101 @@ func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrNotObject reports a message that is not a JSON object.
-var ErrNotObject = errors.New("not a JSON object")
+// syntaxError is the -32700 answer to b, in encoding/json's words.
+func syntaxError(b []byte) *Error {
+	var v any
+	err := json.Unmarshal(b, &v)
+	if err == nil {
+		// Only the nesting limit is enforced here alone.
+		return Errorf(CodeParseError, "Parse error: exceeded max depth")
+	}
+	return Errorf(CodeParseError, "Parse error: %v", err)
+}
 
-// Decode parses one JSON-RPC message. A syntax error yields a
-// CodeParseError; a well-formed object that is not valid JSON-RPC yields a
+// Decode parses one JSON-RPC message in one pass. A syntax error yields a
+// CodeParseError; a well-formed value that is not valid JSON-RPC yields a
 // CodeInvalidRequest, with the id filled in when it could be read.
 func Decode(b []byte) (*Message, *Error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return nil, Errorf(CodeInvalidRequest, "Invalid Request: a message must be a JSON object")
-		}
-		return nil, Errorf(CodeParseError, "Parse error: %v", err)
-	}
 	m := &Message{}
-	if raw, ok := fields["id"]; ok {
-		m.hasID = true
-		m.ID.raw = append(json.RawMessage(nil), bytes.TrimSpace(raw)...)
+	var jsonrpc, method, params, result, errRaw []byte
+	var hasJSONRPC, hasParams, hasResult, hasError bool
+	dup := ""
+	err := Object(b, func(key, value []byte) error {
+		var seen bool
+		switch string(key) {
+		case "jsonrpc":
+			seen, hasJSONRPC, jsonrpc = hasJSONRPC, true, value
+		case "id":
+			seen, m.hasID, m.ID.raw = m.hasID, true, value
+		case "method":
+			seen, m.hasMethod, method = m.hasMethod, true, value
+		case "params":
+			seen, hasParams, params = hasParams, true, value
+		case "result":
+			seen, hasResult, result = hasResult, true, value
+		case "error":
+			seen, hasError, errRaw = hasError, true, value
+		}
+		if seen && dup == "" {
+			dup = string(key)
+		}
+		return nil
+	})
+	switch err {
+	case nil:
+	case errNotObject:
+		if string(trimSpace(b)) == "null" {
+			return m, m.invalid(`Invalid Request: "jsonrpc" must be "2.0"`)
+		}
+		return nil, Errorf(CodeInvalidRequest, "Invalid Request: a message must be a JSON object")
+	default:
+		return nil, syntaxError(b)
 	}
-	if raw, ok := fields["jsonrpc"]; !ok || string(bytes.TrimSpace(raw)) != `"2.0"` {
+	if dup != "" {
+		if dup == "id" {
+			m.ID = ID{}
+		}
+		return m, Errorf(CodeInvalidRequest, "Invalid Request: the key %q appears twice", dup)
+	}
+	if !hasJSONRPC || string(jsonrpc) != `"2.0"` {
 		return m, m.invalid(`Invalid Request: "jsonrpc" must be "2.0"`)
 	}
-	m.JSONRPC = "2.0"
-	if raw, ok := fields["method"]; ok {
-		m.hasMethod = true
-		if name, ok := plainString(raw); ok {
-			m.Method = name
-		} else if err := json.Unmarshal(raw, &m.Method); err != nil {
+	if m.hasMethod {
+		name, ok := String(method)
+		if !ok {
 			return m, m.invalid(`Invalid Request: "method" must be a string`)
 		}
-		m.methodIsStr = true
+		m.Method = name
 	}
-	if raw, ok := fields["params"]; ok {
-		t := bytes.TrimSpace(raw)
-		if len(t) == 0 || (t[0] != '{' && t[0] != '[') {
-			if string(t) != "null" {
+	if hasParams {
+		if len(params) == 0 || params[0] != '{' && params[0] != '[' {
+			if string(params) != "null" {
 				return m, m.invalid(`Invalid Request: "params" must be an object`)
 			}
 		} else {
-			m.Params = append(json.RawMessage(nil), t...)
+			m.Params = params
 		}
 	}
-	if m.hasID && (m.ID.IsNull() || !m.ID.Valid()) {
-		if m.hasMethod {
-			bad := m.ID
-			m.ID = ID{}
-			return m, Errorf(CodeInvalidRequest, "Invalid Request: id must be a string or an integer, got %s", bad.raw)
-		}
+	if m.hasID && m.hasMethod && !m.ID.Valid() {
+		bad := m.ID
+		m.ID = ID{}
+		return m, Errorf(CodeInvalidRequest, "Invalid Request: id must be a string or an integer, got %s", bad.raw)
 	}
 	if !m.hasMethod {
-		r, hasResult := fields["result"]
-		e, hasError := fields["error"]
 		if !m.hasID || (!hasResult && !hasError) {
 			return m, m.invalid(`Invalid Request: a message needs a "method", or an "id" with a "result" or "error"`)
 		}
 		if hasResult {
-			m.Result = append(json.RawMessage(nil), r...)
+			m.Result = result
 		}
 		if hasError {
 			m.Error = &Error{}
-			if err := json.Unmarshal(e, m.Error); err != nil {
+			if err := json.Unmarshal(errRaw, m.Error); err != nil {
 				return m, m.invalid(`Invalid Request: "error" must be an error object`)
 			}
 		}
 	}
 	return m, nil
-}
-
-// plainString reads a JSON string that has no escapes without the decoder;
-// anything else is left to encoding/json.
-func plainString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	body := raw[1 : len(raw)-1]
-	for _, c := range body {
-		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
-			return "", false
-		}
-	}
-	return string(body), true
 }
 
 func (m *Message) invalid(msg string) *Error {

@@ -79,13 +79,6 @@ func New(em Emitter, token json.RawMessage, opts Options) *Reporter {
 	return r
 }
 
-// Active reports whether frames can still be sent.
-func (r *Reporter) Active() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return !r.stopped
-}
-
 // Start sends the first frame at once and arms the heartbeat.
 func (r *Reporter) Start(message string) {
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suites against a running execd built with
-# `-tags conformance` (the fixture tools, prompts and resources of protocol.md §9).
+# Runs the official MCP conformance suites against a running bin/execd-conformance
+# (cmd/execd-conformance: execd's front end with the suites' fixture tools, prompts and
+# resources).
 #
 #   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next]     (default: all three)
 #

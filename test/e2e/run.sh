@@ -5,7 +5,8 @@
 #
 # 1. installs the toolchain (setup.sh: Node 22, conformance suites, Inspector, SDK) into
 #    ${EXECD_CACHE:-$HOME/.cache/execd}/node;
-# 2. builds bin/execd and bin/execd-conformance (-tags conformance: the fixture tools);
+# 2. builds bin/execd and bin/execd-conformance (cmd/execd-conformance: the front end with the
+#    conformance suites' fixture tools, prompts and resources);
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
@@ -111,7 +112,7 @@ if [ "${E2E_SKIP_BUILD:-0}" != 1 ]; then
   (cd "$root" && go build -o bin/execd ./cmd/execd) >"$out/build.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ] && want conformance; then
-    (cd "$root" && go build -tags conformance -o bin/execd-conformance ./cmd/execd) >>"$out/build.log" 2>&1
+    (cd "$root" && go build -o bin/execd-conformance ./cmd/execd-conformance) >>"$out/build.log" 2>&1
     rc=$?
   fi
   [ $rc -eq 0 ] || head -40 "$out/build.log"
@@ -136,12 +137,28 @@ write_config() {
 # scratch data dir (EXTRA_TOML prepended to its config, PROTOCOL_TOML added to [protocol]);
 # sets URL.
 start_server() {
-  local name="$1" bin="$2" extra="${3:-}" port cfg i
+  local name="$1" bin="$2" extra="${3:-}" port cfg
   port="$(free_port)" || return 1
   cfg="$(write_config "$name" "${4:-}")"
   if [ -n "$extra" ]; then printf '%s\n\n%s\n' "$extra" "$(cat "$cfg")" >"$cfg"; fi
   "$bin" -config "$cfg" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
   pids+=($!)
+  await_server "$name" "$port"
+}
+
+# start_fixtures NAME BIN: starts the conformance fixture server BIN (it takes only -listen)
+# on a free port; sets URL.
+start_fixtures() {
+  local name="$1" bin="$2" port
+  port="$(free_port)" || return 1
+  "$bin" -listen "127.0.0.1:$port" >"$out/$name.log" 2>&1 &
+  pids+=($!)
+  await_server "$name" "$port"
+}
+
+# await_server NAME PORT: waits for the last started server's /healthz; sets URL.
+await_server() {
+  local name="$1" port="$2" i
   URL="http://127.0.0.1:$port/mcp"
   for i in $(seq 1 150); do # up to ~30 s
     if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
@@ -214,7 +231,7 @@ fi
 
 if want conformance; then
   echo "== start bin/execd-conformance"
-  if start_server execd-conformance "$root/bin/execd-conformance"; then
+  if start_fixtures execd-conformance "$root/bin/execd-conformance"; then
     step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next
     stop_server execd-conformance "${pids[-1]}"
   else

@@ -111,7 +111,7 @@ async function httpChecks(url) {
     ws = res.structuredContent.workspace;
   });
 
-  await check('modern stream close cancels the run; workspace state survives (MH-11)', async () => {
+  await check('modern stream close cancels the run; workspace state survives (closing the response stream is the cancel)', async () => {
     assert(ws, 'no workspace from the previous check');
     const ac = new AbortController();
     const pending = modernCall(url, { code: 'while (true) {}', language: 'javascript', workspace: ws }, { signal: ac.signal, meta: { progressToken: 'cancel-me' } }).catch((e) => e);
@@ -142,7 +142,7 @@ async function httpChecks(url) {
 
   const hb = Number(process.env.E2E_HEARTBEAT_MS || 0);
   if (hb > 0) {
-    await check(`progress heartbeat every ${hb} ms on a silent run; strictly increasing; none after the result (P-3..P-5)`, async () => {
+    await check(`progress heartbeat every ${hb} ms on a silent run; strictly increasing; none after the result (progress increases on every frame, nothing after the response)`, async () => {
       const spin = hb * 3.5;
       const code = `const t = Date.now(); let n = 0; while (Date.now() - t < ${spin} && n < 200000000) { n++; } n > 0`;
       const r = await modernCall(url, { code, language: 'javascript' }, { meta: { progressToken: 'hb' }, timeout: 30_000 });
@@ -158,7 +158,7 @@ async function httpChecks(url) {
     });
   }
 
-  await check('modern Mcp-Param-Workspace mismatch → 400 -32020 (MH-6, §1.2 9.7)', async () => {
+  await check('modern Mcp-Param-Workspace mismatch → 400 -32020 (the header mirrors the x-mcp-header argument)', async () => {
     const id = nextId++;
     const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code: '1', language: 'javascript', workspace: 'a' }, _meta: META } };
     const r = await post(url, body, modernHeaders('tools/call', 'execute_code', 'b'));
@@ -166,7 +166,7 @@ async function httpChecks(url) {
     assert(r.messages[0]?.error?.code === -32020 && r.messages[0]?.id === id, `want -32020 with id ${id}: ${short(r.text)}`);
   });
 
-  await check('legacy DELETE ends the session: 2xx, then 404 -32001 (H-10)', async () => {
+  await check('legacy DELETE ends the session: 2xx, then 404 -32001 (an ended session is 404)', async () => {
     const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
     const sid = init.headers.get('mcp-session-id');
     assert(init.status === 200 && sid, `initialize: HTTP ${init.status}, session ${sid}`);
@@ -180,7 +180,7 @@ async function httpChecks(url) {
     assert(after.status === 404 && after.messages[0]?.error?.code === -32001, `after DELETE: HTTP ${after.status} ${short(after.text)}`);
   });
 
-  await check('initialize with 2026-07-28 answers 2025-11-25 as a result (L-3)', async () => {
+  await check('initialize with 2026-07-28 answers 2025-11-25 as a result (an unsupported version gets a supported one, as a result)', async () => {
     const r = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: V, capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
     assert(r.status === 200 && r.messages[0]?.result?.protocolVersion === '2025-11-25', `HTTP ${r.status} ${short(r.text)}`);
   });
@@ -219,7 +219,7 @@ async function legacySession(url) {
 }
 
 async function sessionTTLChecks(url, ttl) {
-  await check(`a session busy longer than its ${ttl} ms idle TTL survives the call (H-10 idle expiry)`, async () => {
+  await check(`a session busy longer than its ${ttl} ms idle TTL survives the call (idle time starts when the last call ends)`, async () => {
     const h = await legacySession(url);
     const spin = Math.round(ttl * 1.5);
     const code = `const t = Date.now(); let n = 0; while (Date.now() - t < ${spin} && n < 200000000) { n++; } 1`;
@@ -297,7 +297,7 @@ class StdioPeer {
 }
 
 async function stdioChecks(bin, args) {
-  await check('modern stdio: discover, call, cancel stops the run with no reply (MS-3)', async () => {
+  await check('modern stdio: discover, call, cancel stops the run with no reply (nothing is sent for a cancelled request)', async () => {
     const p = new StdioPeer(bin, args);
     try {
       const d = await p.request('server/discover', { _meta: META });
@@ -325,7 +325,7 @@ async function stdioChecks(bin, args) {
     }
   });
 
-  await check('legacy stdio: pinned, a claim gets -32600 (§1.3)', async () => {
+  await check('legacy stdio: pinned, a claim gets -32600 (the first accepted message pins the era)', async () => {
     const p = new StdioPeer(bin, args);
     try {
       const ping = await p.request('ping', {});
@@ -342,7 +342,7 @@ async function stdioChecks(bin, args) {
     }
   });
 
-  await check('stdio EOF with a run in flight: exits 0 promptly, no reply for it (S-2, MS-5)', async () => {
+  await check('stdio EOF with a run in flight: exits 0 promptly, no reply for it (EOF cancels everything in flight)', async () => {
     const p = new StdioPeer(bin, args);
     const init = await p.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'w', version: '1' } });
     assert(init.result, `initialize: ${short(init)}`);

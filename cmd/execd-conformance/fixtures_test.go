@@ -1,11 +1,8 @@
-//go:build conformance
-
-package frontend
+package main
 
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,13 +10,31 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
+
+	"execd/internal/frontend"
 )
 
-// fixtureServer starts the conformance build's front end over HTTP.
-func fixtureServer(t *testing.T) (*Server, string) {
+const (
+	metaVersion      = "io.modelcontextprotocol/protocolVersion"
+	metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel     = "io.modelcontextprotocol/logLevel"
+)
+
+// newFixtureServer is the fixture server's front end, as main builds it.
+func newFixtureServer(t *testing.T) *frontend.Server {
 	t.Helper()
-	s := newTestServer(testConfig(), &fakeExec{})
+	s, err := frontend.New(frontend.Options{Executor: noCode{}, Languages: []string{"javascript", "python"}, Listen: "127.0.0.1:0", Extensions: extensions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return s
+}
+
+// fixtureServer serves the fixtures over HTTP.
+func fixtureServer(t *testing.T) (*frontend.Server, string) {
+	t.Helper()
+	s := newFixtureServer(t)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return s, ts.URL + "/mcp"
@@ -30,6 +45,11 @@ func fixtureServer(t *testing.T) (*Server, string) {
 // (SSE events or the JSON body), the response last.
 func modern(t *testing.T, url, method string, params map[string]any, caps map[string]any) (int, []map[string]any) {
 	t.Helper()
+	return modernWith(t, url, method, params, caps, nil)
+}
+
+func modernWith(t *testing.T, url, method string, params map[string]any, caps map[string]any, hdr map[string]string) (int, []map[string]any) {
+	t.Helper()
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -37,7 +57,7 @@ func modern(t *testing.T, url, method string, params map[string]any, caps map[st
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta[metaVersion] = VersionModern
+	meta[metaVersion] = "2026-07-28"
 	if caps == nil {
 		caps = map[string]any{}
 	}
@@ -47,13 +67,16 @@ func modern(t *testing.T, url, method string, params map[string]any, caps map[st
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", VersionModern)
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
 	if n, ok := params["name"].(string); ok {
 		req.Header.Set("Mcp-Name", n)
 	}
 	if u, ok := params["uri"].(string); ok {
 		req.Header.Set("Mcp-Name", u)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -115,20 +138,43 @@ func firstText(t *testing.T, res map[string]any) string {
 var defaultCaps = map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{"listChanged": true}}
 
 func TestFixturesFollowTheProductTools(t *testing.T) {
-	s, _ := fixtureServer(t)
+	_, url := fixtureServer(t)
+	_, msgs := modern(t, url, "tools/list", nil, nil)
+	var names []string
+	for _, tl := range resultOf(t, last(msgs))["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
 	want := []string{"execute_code", "list_workspaces", "reset_workspace", "delete_workspace"}
-	for i, n := range want {
-		if s.tools.list[i].name != n {
-			t.Fatalf("tools/list[%d] = %s, want %s", i, s.tools.list[i].name, n)
-		}
+	if len(names) <= len(want) || strings.Join(names[:len(want)], ",") != strings.Join(want, ",") {
+		t.Fatalf("tools/list begins %v; want execd's tools first, then the fixtures", names)
 	}
-	if len(s.tools.list) <= len(want) || s.tools.byName["test_simple_text"] == nil {
-		t.Fatal("the conformance build lists no fixtures")
+	if !strings.Contains(strings.Join(names, ","), "test_simple_text") {
+		t.Fatal("the fixture server lists no fixtures")
 	}
-	caps := s.capabilities()
+	_, msgs = modern(t, url, "server/discover", nil, nil)
+	caps := resultOf(t, last(msgs))["capabilities"].(map[string]any)
 	for _, k := range []string{"prompts", "resources", "completions", "tools", "logging"} {
 		if _, ok := caps[k]; !ok {
 			t.Errorf("capabilities lack %s: %v", k, caps)
+		}
+	}
+}
+
+// The suites' header scenarios call execute_code with arguments:{} or with
+// "test-default" values: the answer is a result, never a JSON-RPC error.
+func TestExecuteCodeAnswersWithAResult(t *testing.T) {
+	_, url := fixtureServer(t)
+	for _, args := range []map[string]any{{}, {"code": "test-default", "language": "test-default", "workspace": "Hello"}} {
+		p := map[string]any{"name": "execute_code", "arguments": args}
+		req := func() (int, []map[string]any) {
+			if ws, ok := args["workspace"].(string); ok {
+				return modernWith(t, url, "tools/call", p, nil, map[string]string{"Mcp-Param-Workspace": ws})
+			}
+			return modern(t, url, "tools/call", p, nil)
+		}
+		status, msgs := req()
+		if r := resultOf(t, last(msgs)); status != 200 || r["isError"] != true {
+			t.Fatalf("execute_code %v: HTTP %d %v", args, status, r)
 		}
 	}
 }
@@ -228,24 +274,6 @@ func TestFixtureRequestStateIntegrity(t *testing.T) {
 	}
 }
 
-func TestRequestStateBindsPrincipalAndExpiry(t *testing.T) {
-	fx := &fixtures{key: []byte("0123456789abcdef0123456789abcdef")}
-	alice, bob := &call{principal: "alice"}, &call{principal: "bob"}
-	st := fx.sealState(alice, "tool", map[string]any{"round": 1})
-	if _, jerr := fx.openState(alice, "tool", st); jerr != nil {
-		t.Fatalf("own state: %v", jerr)
-	}
-	if _, jerr := fx.openState(bob, "tool", st); jerr == nil {
-		t.Fatal("another principal opened the state")
-	}
-	b, _ := json.Marshal(statePayload{Owner: "tool", Expires: time.Now().Add(-time.Minute).Unix()})
-	body := base64.RawURLEncoding.EncodeToString(b)
-	old := body + "." + base64.RawURLEncoding.EncodeToString(fx.mac(alice, body))
-	if _, jerr := fx.openState(alice, "tool", old); jerr == nil || !strings.Contains(jerr.Message, "expired") {
-		t.Fatalf("expired state: %v", jerr)
-	}
-}
-
 func TestFixtureAsksOnlyForDeclaredCapabilities(t *testing.T) {
 	_, url := fixtureServer(t)
 	_, msgs := modern(t, url, "tools/call", map[string]any{"name": "test_input_required_result_capabilities", "arguments": map[string]any{}},
@@ -255,7 +283,7 @@ func TestFixtureAsksOnlyForDeclaredCapabilities(t *testing.T) {
 	if len(reqs) != 1 || reqs["greeting"] == nil {
 		t.Fatalf("with sampling only: %v", r)
 	}
-	// A tool that needs a capability the request lacks is refused (MM-2).
+	// A tool that needs a capability the request lacks is refused (-32021).
 	status, msgs := modern(t, url, "tools/call", map[string]any{"name": "test_missing_capability", "arguments": map[string]any{}}, nil)
 	e, _ := last(msgs)["error"].(map[string]any)
 	data, _ := e["data"].(map[string]any)
@@ -332,7 +360,7 @@ func TestFixtureNoLogsWithoutLogLevel(t *testing.T) {
 
 // The legacy era asks with a server request on the call's stream.
 func TestFixtureLegacySamplingAsksTheClient(t *testing.T) {
-	s := newTestServer(testConfig(), &fakeExec{})
+	s := newFixtureServer(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,129 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"execd/internal/jsonrpc"
+	"execd/internal/progress"
+)
+
+// Call is one request being served: what a handler may read of it, and
+// its way back to the client on the request's own stream. The methods are
+// safe for concurrent use; after the response nothing more is sent.
+type Call struct {
+	srv       *Server
+	era       Era
+	version   string
+	principal string
+	transport string // "http" or "stdio"
+	id        jsonrpc.ID
+	method    string
+	params    json.RawMessage
+	meta      requestMeta
+	toolCall  toolCallParams // tools/call: its params, read by prepareTool
+	toolErr   *jsonrpc.Error // why they could not be read
+	tool      *tool          // a known tool
+	args      arguments      // its arguments, read by exact key
+	peer      *peer          // nil for a modern HTTP request
+	out       sink
+	ctx       context.Context // the call's context, once registered
+	logMin    int             // least severe level sent as notifications/message; -1 none
+
+	mu        sync.Mutex
+	responded bool   // after the response, nothing more is sent
+	workspace string // for the request log line, once known
+}
+
+// Era is the era the request is served in.
+func (c *Call) Era() Era { return c.era }
+
+// Principal is the authenticated client the request belongs to
+// (LocalPrincipal without auth).
+func (c *Call) Principal() string { return c.principal }
+
+// Params are the request's params as the client sent them.
+func (c *Call) Params() json.RawMessage { return c.params }
+
+// ProgressToken is the request's _meta progressToken, or nil when the
+// client asked for no progress.
+func (c *Call) ProgressToken() json.RawMessage { return c.meta.progressToken }
+
+// Declared reports whether a modern request declared the client
+// capability name (its _meta clientCapabilities). The legacy era carries
+// no per-request capabilities: it is false there.
+func (c *Call) Declared(name string) bool {
+	return c.era == EraModern && c.meta.hasCapability(name)
+}
+
+// errStreamClosed is what a write after the response, or without a way
+// back, reports.
+var errStreamClosed = errors.New("stream closed")
+
+// Notify sends a notification on the request's own stream. It fails when
+// the request has answered or its answer cannot carry notifications (a
+// JSON answer, a batch).
+func (c *Call) Notify(method string, params any) error {
+	b, err := jsonrpc.EncodeNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return c.send(b)
+}
+
+func (c *Call) send(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Nothing is sent after the response, nor once the client has
+	// cancelled (spec: basic/utilities/cancellation.mdx).
+	if c.responded || c.ctx != nil && clientEnded(c.ctx) {
+		return errStreamClosed
+	}
+	return c.out.send(b)
+}
+
+// Log sends notifications/message at level when the client asked for
+// that level (legacy: logging/setLevel, default info; modern: _meta
+// logLevel, none without it).
+func (c *Call) Log(level string, data any) {
+	if c.logMin < 0 || levelRank(level) < c.logMin {
+		return
+	}
+	_ = c.Notify("notifications/message", map[string]any{"level": level, "logger": ServerName, "data": data})
+}
+
+// setWorkspace records the workspace the call ran in, for its log line.
+func (c *Call) setWorkspace(ws string) {
+	c.mu.Lock()
+	c.workspace = ws
+	c.mu.Unlock()
+}
+
+// emitter adapts a call to progress.Emitter.
+type emitter struct{ c *Call }
+
+func (e emitter) Notify(method string, params any) error { return e.c.Notify(method, params) }
+
+func (c *Call) reporter() *progress.Reporter {
+	return progress.New(emitter{c}, c.meta.progressToken, progress.Options{Heartbeat: c.srv.opts.ProgressHeartbeat})
+}
+
+// peer is the client end a request belongs to beyond itself: a legacy
+// HTTP session or a stdio process. Request ids are unique per peer, so
+// cancels and client responses are matched within the peer's scope; the
+// legacy log level is the peer's too.
+type peer struct {
+	scope  string
+	logMin atomic.Int32
+}
+
+func newPeer(scope string) *peer {
+	p := &peer{scope: scope}
+	p.logMin.Store(int32(levelRank("info")))
+	return p
+}
+
+func (p *peer) setLogLevel(rank int) { p.logMin.Store(int32(rank)) }

@@ -1,0 +1,56 @@
+package frontend
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// mapResult is what execResult replaces: the result as a map, shaped and
+// marshalled by encoding/json.
+func mapResult(t *testing.T, s *Server, era Era, r execResult) []byte {
+	t.Helper()
+	b, err := s.shapeResult(era, toolResult(r.out, r.isError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestExecResultEncodesAsTheMapWould(t *testing.T) {
+	s := newTestServer(testOptions(), &fakeExec{})
+	v := `<b>&"x"` + "\u2028\x01\xff"
+	for _, out := range []execOutput{
+		{Status: "ok", Workspace: "w", Language: "javascript", DurationMs: 3},
+		{Status: "error", Stdout: "a\nb\t<c>", Stderr: "\u00e9\u2029", Result: &v, Error: "TypeError: x\n    at <eval>", Workspace: "分析", Language: "python", DurationMs: 1204, Truncated: true, Reset: true},
+		{Status: "error", Error: "missing argument code"},
+	} {
+		for _, era := range []Era{EraLegacy, EraModern} {
+			for _, isErr := range []bool{false, true} {
+				r := execResult{out: out, isError: isErr}
+				if got, want := r.encode(era, s.opts.Version), mapResult(t, s, era, r); !bytes.Equal(got, want) {
+					t.Errorf("%s era:\n got %s\nwant %s", era, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"plain", "<a href=\"x\">&amp;</a>", "\x00\x1f\x7f", "\u2028\u2029", "\xff\xfe", "é分析😀", `\\"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s, true); !bytes.Equal(got, want) {
+			t.Fatalf("escapeHTML: %q; encoding/json %q", got, want)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(s)
+		if got := appendJSONString(nil, s, false); !bytes.Equal(got, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))) {
+			t.Fatalf("no escapeHTML: %q; encoding/json %q", got, buf.Bytes())
+		}
+	})
+}

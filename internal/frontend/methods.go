@@ -1,0 +1,188 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"execd/internal/jsonrpc"
+)
+
+// handler serves one method. A nil result with a nil error means the
+// handler saw its context end and has nothing to say; the pipeline decides
+// what the client gets then (pipeline.go, finish).
+type handler func(ctx context.Context, c *Call) (any, *jsonrpc.Error)
+
+// method describes one entry of the method table.
+type method struct {
+	h      handler
+	legacy bool // served in the legacy era
+	modern bool // served in the modern era
+}
+
+func (s *Server) methods() map[string]method {
+	m := map[string]method{
+		"ping":                 {h: s.ping, legacy: true},
+		"logging/setLevel":     {h: s.setLevel, legacy: true},
+		"server/discover":      {h: s.discover, modern: true},
+		"subscriptions/listen": {h: s.listen, modern: true},
+		"tools/list":           {h: s.listTools, legacy: true, modern: true},
+		"tools/call":           {h: s.callTool, legacy: true, modern: true},
+	}
+	s.addFeatureMethods(m)
+	return m
+}
+
+// removedInModern are legacy methods that the modern era dropped.
+var removedInModern = map[string]bool{
+	"initialize": true, "notifications/initialized": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "notifications/roots/list_changed": true,
+}
+
+// lookup returns the handler for name in era, or a -32601 error.
+func (s *Server) lookup(era Era, name string) (method, *jsonrpc.Error) {
+	m, ok := s.table[name]
+	if !ok || (era == EraModern && !m.modern) || (era == EraLegacy && !m.legacy) {
+		return method{}, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", name)
+	}
+	return m, nil
+}
+
+// serve runs a handler and shapes its result for the era. A nil result
+// with a nil error is passed on as it came.
+func (s *Server) serve(ctx context.Context, c *Call, m method) (json.RawMessage, *jsonrpc.Error) {
+	res, jerr := m.h(ctx, c)
+	if jerr != nil || res == nil {
+		return nil, jerr
+	}
+	b, err := s.shapeResult(c.era, res)
+	if err != nil {
+		s.log.Error("encode result", zap.String("method", c.method), zap.Error(err))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the result")
+	}
+	return b, nil
+}
+
+// shapeResult marshals a result; in the modern era it adds resultType
+// (when the handler did not) and serverInfo in _meta.
+func (s *Server) shapeResult(era Era, res any) (json.RawMessage, error) {
+	if r, ok := res.(encodedResult); ok {
+		return r.encode(era, s.opts.Version), nil
+	}
+	if era == EraModern {
+		if m, ok := res.(map[string]any); ok {
+			// Handlers build fresh maps: add the era's fields in place and
+			// marshal once.
+			if _, ok := m["resultType"]; !ok {
+				m["resultType"] = "complete"
+			}
+			meta, _ := m["_meta"].(map[string]any)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta[metaServerInfo] = s.serverInfo()
+			m["_meta"] = meta
+			return json.Marshal(m)
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil || era != EraModern {
+		return b, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, fmt.Errorf("result is not an object: %w", err)
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	if _, ok := obj["resultType"]; !ok {
+		obj["resultType"] = json.RawMessage(`"complete"`)
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	si, _ := json.Marshal(s.serverInfo())
+	meta[metaServerInfo] = si
+	obj["_meta"], _ = json.Marshal(meta)
+	return json.Marshal(obj)
+}
+
+// encodedResult is a result that writes its own JSON for an era (the
+// result of execute_code, tools.go), so that the commonest answer skips
+// the map and the second pass of shapeResult.
+type encodedResult interface {
+	encode(era Era, version string) json.RawMessage
+}
+
+func (s *Server) ping(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
+
+func (s *Server) setLevel(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	if err := json.Unmarshal(c.params, &p); err != nil || levelRank(p.Level) < 0 {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+	}
+	c.peer.setLogLevel(levelRank(p.Level))
+	return struct{}{}, nil
+}
+
+func (s *Server) discover(context.Context, *Call) (any, *jsonrpc.Error) {
+	return map[string]any{
+		"supportedVersions": allVersions,
+		"capabilities":      s.capabilities(),
+		"instructions":      s.instructions(),
+		"ttlMs":             300000,
+		"cacheScope":        "public",
+	}, nil
+}
+
+// initializeResult answers a legacy initialize, negotiating the version.
+func (s *Server) initializeResult(requested string) (map[string]any, string) {
+	v := requested
+	if !isLegacyVersion(v) {
+		v = VersionLatest
+	}
+	return map[string]any{
+		"protocolVersion": v,
+		"capabilities":    s.capabilities(),
+		"serverInfo":      s.serverInfo(),
+		"instructions":    s.instructions(),
+	}, v
+}
+
+// listen serves subscriptions/listen: execd has nothing to push, so it
+// acknowledges an empty set, keeps the stream open, and ends it with a
+// result when the server stops. A client ends it by closing the stream
+// (HTTP) or cancelling (stdio).
+func (s *Server) listen(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+	var p struct {
+		Notifications map[string]json.RawMessage `json:"notifications"`
+	}
+	if len(c.params) > 0 {
+		if err := json.Unmarshal(c.params, &p); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+		}
+	}
+	subMeta := map[string]any{metaSubscription: c.id}
+	if err := c.Notify("notifications/subscriptions/acknowledged", map[string]any{
+		"_meta": subMeta, "notifications": map[string]any{},
+	}); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: subscriptions/listen needs an answer that streams (Accept: text/event-stream)")
+	}
+	select {
+	case <-ctx.Done():
+		if clientEnded(ctx) {
+			return nil, nil
+		}
+	case <-s.stopping:
+	}
+	return map[string]any{"_meta": subMeta}, nil
+}

@@ -1,0 +1,318 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"execd/internal/jsonrpc"
+)
+
+// The pipeline every message takes, whatever carried it (an HTTP POST, an
+// item of an HTTP batch, a stdio line, an item of a stdio batch):
+//
+//	decode     the transport's jsonrpc.Decode
+//	admit      the era's rules find the message's peer and judge a request
+//	           (admit.go); this is where a request is refused
+//	intercept  a cancel or a client response acts at once and goes no
+//	           further (intercept.go)
+//	run        the handler, on a context that every way of ending the
+//	           call cancels (client, stream close, session end, deadline,
+//	           shutdown)
+//	finish     answer, or stay silent for a request the client cancelled:
+//	           decided here and nowhere else
+//	log        one line per request
+//
+// A transport provides an origin (where the message came from) and a sink
+// (how to write back), and does nothing else.
+
+// origin is where one message came from.
+type origin struct {
+	transport string // "http" or "stdio"
+	principal string
+	// header are the HTTP request's headers; nil on stdio.
+	header http.Header
+	// proc is the stdio process, whose era pin the rules read; nil on HTTP.
+	proc *stdioProc
+	// closed ends when the client's side of the message's connection ends:
+	// the HTTP request's context, the stdio process's input.
+	closed context.Context
+}
+
+// goneCause is the cause a call is cancelled with when o.closed ends.
+func (o *origin) goneCause() error {
+	if o.proc != nil {
+		return context.Cause(o.closed)
+	}
+	return errClientGone
+}
+
+// sink carries one message's answer back to the client.
+type sink interface {
+	// reply answers without a run: a refusal, or the legacy handshake.
+	reply(r *reply)
+	// open is called when a request has been admitted, before it runs; an
+	// HTTP answer chooses between JSON and SSE here.
+	open(method string)
+	// send writes a notification or a server request on the request's own
+	// stream; it fails when the answer has no stream.
+	send(b []byte) error
+	// answer writes the response.
+	answer(b []byte) error
+	// silent ends the request without any response.
+	silent()
+	// accepted acknowledges a notification or a client response.
+	accepted()
+}
+
+// reply is an answer given without running anything.
+type reply struct {
+	status     int // HTTP status; stdio and batch items carry none
+	id         jsonrpc.ID
+	err        *jsonrpc.Error
+	result     any    // when err is nil
+	session    string // Mcp-Session-Id minted by initialize
+	retryAfter bool   // the Retry-After of a Too Many Requests
+}
+
+func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *reply {
+	return &reply{status: status, id: id, err: err}
+}
+
+func (r *reply) encode() []byte {
+	if r.err != nil {
+		return jsonrpc.EncodeError(r.id, r.err)
+	}
+	b, _ := jsonrpc.EncodeResult(r.id, r.result)
+	return b
+}
+
+// handle takes one decoded message through the pipeline and returns the
+// task to run, or nil when there is nothing to run: the message was
+// refused, answered by the handshake, or intercepted. The caller runs the
+// task where its transport allows (HTTP: on the request's goroutine;
+// stdio: on its own, so that the reader goes on).
+func (s *Server) handle(o *origin, msg *jsonrpc.Message, out sink) *task {
+	meta := readMeta(msg.Params)
+	var a admission
+	var r *reply
+	if o.proc != nil {
+		a, r = s.admitStdio(o, msg, &meta)
+	} else {
+		a, r = s.admitHTTP(o, msg, &meta)
+	}
+	if r != nil {
+		out.reply(r)
+		if msg.IsRequest() {
+			s.logReply(o, a.era, msg, r)
+		}
+		return nil
+	}
+	if !msg.IsRequest() {
+		s.intercept(a.peer, msg)
+		out.accepted()
+		return nil
+	}
+	c, m, r := s.admitRequest(o, a, msg, meta)
+	if r == nil {
+		r = s.admitPolicy(o, msg)
+	}
+	if r != nil {
+		out.reply(r)
+		s.logReply(o, a.era, msg, r)
+		return nil
+	}
+	c.out = out
+	t, r := s.register(o, a, c, m)
+	if r != nil {
+		if o.proc == nil {
+			s.streams.release(o.principal)
+		}
+		out.reply(r)
+		s.logReply(o, a.era, msg, r)
+		return nil
+	}
+	if o.proc != nil && a.era == EraModern {
+		o.proc.pin.CompareAndSwap(pinNone, pinModern)
+	}
+	return t
+}
+
+// admitPolicy applies the server's own limits to an admitted request: no
+// new work once shutdown has begun, and the per-principal cap on open HTTP
+// requests. A request that passes holds one count of the cap until its
+// task ends.
+func (s *Server) admitPolicy(o *origin, msg *jsonrpc.Message) *reply {
+	if s.draining.Load() {
+		return refuse(http.StatusServiceUnavailable, msg.ID, jsonrpc.Errorf(jsonrpc.CodeServerPolicy, "Service Unavailable: execd is shutting down"))
+	}
+	if o.proc == nil && !s.streams.take(o.principal) {
+		r := refuse(http.StatusTooManyRequests, msg.ID, s.tooMany())
+		r.retryAfter = true
+		return r
+	}
+	return nil
+}
+
+func (s *Server) tooMany() *jsonrpc.Error {
+	return jsonrpc.Errorf(jsonrpc.CodeServerPolicy,
+		"Too Many Requests: at most %d requests and streams may be open at once (server.max_streams_per_principal)", s.opts.MaxStreamsPerPrincipal)
+}
+
+// task is an admitted request with everything its end must undo.
+type task struct {
+	s      *Server
+	o      *origin
+	c      *Call
+	m      method
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+
+	scope       string      // its id is registered in this peer's scope
+	counted     bool        // it holds one count of the stream cap
+	session     *session    // it is in flight in this session
+	stopClose   func() bool // the end of its connection no longer cancels it
+	stopSession func() bool // the end of its session no longer cancels it
+}
+
+// register gives an admitted request its context and makes it reachable:
+// by notifications/cancelled within its peer, by the end of its
+// connection (as the era says), by the end of its session, and by
+// shutdown. It fails when the request's id is already in flight in its
+// peer.
+func (s *Server) register(o *origin, a admission, c *Call, m method) (*task, *reply) {
+	ctx, cancel := context.WithCancelCause(s.runCtx)
+	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now(), counted: o.proc == nil}
+	c.ctx = ctx
+	if a.peer != nil {
+		if !s.inflight.add(a.peer.scope, c.id, cancel) {
+			cancel(nil)
+			return nil, refuse(http.StatusOK, c.id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: request id %s is already in use", c.id))
+		}
+		t.scope = a.peer.scope
+	}
+	// A modern stream close is the cancel (streamable-http.mdx of
+	// 2026-07-28); a legacy one is not, unless configured (RATIONALE.md).
+	if o.closed != nil && (a.era == EraModern || o.proc != nil || s.opts.CancelOnDisconnect) {
+		t.stopClose = context.AfterFunc(o.closed, t.clientGone)
+	}
+	if sess := a.session; sess != nil {
+		t.session = sess
+		t.stopSession = context.AfterFunc(sess.ctx, t.sessionEnded)
+		sess.begin()
+	}
+	s.calls.Add(1)
+	return t, nil
+}
+
+func (t *task) clientGone()   { t.cancel(t.o.goneCause()) }
+func (t *task) sessionEnded() { t.cancel(context.Cause(t.session.ctx)) }
+
+// run runs the task and answers; it must be called exactly once.
+func (t *task) run() {
+	defer t.end()
+	t.c.out.open(t.c.method)
+	res, jerr := t.s.serve(t.ctx, t.c, t.m)
+	t.finish(res, jerr)
+}
+
+func (t *task) end() {
+	if t.stopSession != nil {
+		t.stopSession()
+		t.session.end()
+	}
+	if t.stopClose != nil {
+		t.stopClose()
+	}
+	t.cancel(nil)
+	if t.counted {
+		t.s.streams.release(t.o.principal)
+	}
+	if t.scope != "" {
+		t.s.inflight.remove(t.scope, t.c.id)
+	}
+	t.s.calls.Done()
+}
+
+// finish answers the request, or stays silent when the client cancelled
+// it: this is the one place that decides, for every method and every
+// transport (spec: basic/utilities/cancellation.mdx: the receiver SHOULD
+// NOT send a response for a cancelled request).
+func (t *task) finish(res json.RawMessage, jerr *jsonrpc.Error) {
+	c := t.c
+	c.mu.Lock()
+	c.responded = true
+	c.mu.Unlock()
+	status := "ok"
+	switch {
+	case clientEnded(t.ctx):
+		status = "cancelled"
+		t.s.logCall(c, t.start, status, 0)
+		c.out.silent()
+		return
+	case jerr == nil && res == nil:
+		// The handler gave up because its context ended for execd's own
+		// reason (shutdown): the client still waits for an answer.
+		why := "the handler returned no result"
+		if cause := context.Cause(t.ctx); cause != nil {
+			why = cause.Error()
+		}
+		jerr = jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: the request ended without a result: %s", why)
+		fallthrough
+	case jerr != nil:
+		status = "error"
+		_ = c.out.answer(jsonrpc.EncodeError(c.id, jerr))
+		t.s.logCall(c, t.start, status, jerr.Code)
+		return
+	}
+	if c.out.answer(jsonrpc.EncodeRawResult(c.id, res)) != nil {
+		status = "undelivered"
+	}
+	t.s.logCall(c, t.start, status, 0)
+}
+
+// logCall is the request's one log line once it ran.
+func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
+	if !s.log.Core().Enabled(zap.InfoLevel) {
+		return
+	}
+	c.mu.Lock()
+	ws := c.workspace
+	c.mu.Unlock()
+	fields := make([]zap.Field, 0, 9)
+	fields = append(fields,
+		zap.String("id", c.id.String()), zap.String("method", c.method), zap.String("era", c.era.String()),
+		zap.String("transport", c.transport), zap.String("principal", c.principal),
+		zap.String("status", status), zap.Duration("duration", time.Since(start)))
+	if code != 0 {
+		fields = append(fields, zap.Int("code", code))
+	}
+	if ws != "" {
+		fields = append(fields, zap.String("workspace", ws))
+	}
+	s.log.Info("request", fields...)
+}
+
+// logReply is the one log line of a request answered without a run.
+func (s *Server) logReply(o *origin, era Era, msg *jsonrpc.Message, r *reply) {
+	if !s.log.Core().Enabled(zap.InfoLevel) {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("id", msg.ID.String()), zap.String("method", msg.Method), zap.String("era", era.String()),
+		zap.String("transport", o.transport), zap.String("principal", o.principal),
+	}
+	if r.err != nil {
+		fields = append(fields, zap.String("status", "refused"), zap.Int("code", r.err.Code))
+	} else {
+		fields = append(fields, zap.String("status", "ok"))
+	}
+	if r.session != "" {
+		fields = append(fields, zap.String("session", r.session))
+	}
+	s.log.Info("request", fields...)
+}
