@@ -6,7 +6,7 @@ ARGS    ?=
 # staticcheck, pinned: `go run` fetches this version through the module proxy once.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build guests run test lint unit e2e bench fuzz soak clean
+.PHONY: all build guests run test lint unit e2e bench fuzz soak deploy clean
 
 all: build
 
@@ -24,7 +24,7 @@ run: build
 	./bin/execd $(ARGS)
 
 ## test: everything CI runs.
-test: guests lint unit bench fuzz e2e soak
+test: guests lint unit bench fuzz e2e soak deploy
 
 lint:
 	@out=$$(gofmt -l cmd internal sandbox bench test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -42,6 +42,11 @@ bench:
 e2e:
 	bash test/e2e/run.sh
 
+## deploy: the operator packages under deploy/ (systemd unit booted in a container, manifests
+## checked against k8s.io/api, the image recipe; EXECD_CHECK_IMAGE=1 also builds and runs the image).
+deploy:
+	bash deploy/check.sh
+
 ## soak: 64 mixed clients (both eras, HTTP and stdio, cancellations) for SOAK_DURATION.
 soak:
 	bash test/soak/run.sh
@@ -55,7 +60,8 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObje
 	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
 	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
 	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
-	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000
+	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000 \
+	./internal/worker:FuzzReadImage:100000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

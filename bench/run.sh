@@ -37,7 +37,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 log "building (results and logs in $OUT)"
 make -s guests >&2
-go build -ldflags "-X execd/internal/frontend.ServerVersion=bench" -o "$OUT/execd" ./cmd/execd
+go build -ldflags "-X main.version=bench" -o "$OUT/execd" ./cmd/execd
 go build -o "$OUT/load" ./bench/load
 (cd bench/peer && go build -o "$OUT/peer" .)
 LOAD=$OUT/load

@@ -77,7 +77,7 @@ if ! ls "${guests[@]}" >/dev/null 2>&1; then
 	say "building the guests (make guests)"
 	(cd "$top" && bash sandbox/build.sh && bash sandbox/build-python.sh) >&2 || { fail "make guests"; finish; }
 fi
-if (cd "$top" && CGO_ENABLED=0 go build -ldflags '-X execd/internal/frontend.ServerVersion=deploy-check' -o "$work/execd" ./cmd/execd); then
+if (cd "$top" && CGO_ENABLED=0 go build -ldflags '-X main.version=deploy-check' -o "$work/execd" ./cmd/execd); then
 	pass "execd builds static (CGO_ENABLED=0), as in the image"
 else
 	fail "go build ./cmd/execd"

@@ -40,11 +40,11 @@ func run() int {
 		configPath = flag.String("config", "", "TOML configuration file (default: built-in defaults)")
 		listen     = flag.String("listen", "", "HTTP listen address, overrides server.listen")
 		stdio      = flag.Bool("stdio", false, "serve MCP on stdin/stdout instead of HTTP")
-		version    = flag.Bool("version", false, "print the version and exit")
+		showVer    = flag.Bool("version", false, "print the version and exit")
 		prepare    = flag.Bool("prepare", false, "compile the guests and make their base images into sandbox.cache_dir, then exit")
 	)
 	flag.Parse()
-	if *version {
+	if *showVer {
 		fmt.Println("execd", version)
 		return 0
 	}

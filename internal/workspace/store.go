@@ -177,15 +177,6 @@ func ignoreMissing(err error) error {
 	return err
 }
 
-// fileSize is the size of path, 0 when it is missing.
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
 // treeSize is the apparent size of the regular files below dir.
 func treeSize(dir string) int64 {
 	var total int64
