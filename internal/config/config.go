@@ -55,7 +55,7 @@ type Server struct {
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
 	ShutdownGrace     Duration `toml:"shutdown_grace"`
-	DebugListen       string   `toml:"debug_listen"`
+	AdminListen       string   `toml:"admin_listen"`
 }
 
 // Protocol holds MCP behaviour choices.
@@ -207,9 +207,11 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Server.Path, "/") {
 		bad("server.path", "must start with /, got %q", c.Server.Path)
 	}
-	if c.Server.DebugListen != "" {
-		if _, _, err := net.SplitHostPort(c.Server.DebugListen); err != nil {
-			bad("server.debug_listen", "want host:port or empty, got %q", c.Server.DebugListen)
+	if c.Server.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(c.Server.AdminListen); err != nil {
+			bad("server.admin_listen", "want host:port or empty, got %q", c.Server.AdminListen)
+		} else if c.Server.AdminListen == c.Server.Listen {
+			bad("server.admin_listen", "must differ from server.listen (%q): the admin endpoints are never served on the MCP listener", c.Server.Listen)
 		}
 	}
 	for _, o := range c.Server.AllowedOrigins {

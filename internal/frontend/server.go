@@ -94,6 +94,10 @@ type Options struct {
 	// own (the conformance fixtures, cmd/execd-conformance). Nil means
 	// none.
 	Extensions *Extensions
+
+	// Observer watches every request (observe.go). Nil means nothing is
+	// observed.
+	Observer Observer
 }
 
 // Causes that end a call's context. A client's cancel means "write
@@ -127,6 +131,8 @@ type Server struct {
 	pending  *pendingRequests
 	auth     *authenticator
 	streams  *streamGauge
+	obs      Observer
+	running  running // requests in flight, for Running
 
 	// stateKey protects the requestState of input_required rounds
 	// (input.go); fresh for every process.
@@ -187,11 +193,15 @@ func New(opts Options) (*Server, error) {
 		pending:   newPendingRequests(),
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
+		obs:       opts.Observer,
 		stateKey:  key,
 		loopback:  listenerIsLoopback(opts.Listen),
 		runCtx:    ctx,
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),
+	}
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	s.tools = newToolSet(s)
 	if err := s.extend(opts.Extensions); err != nil {

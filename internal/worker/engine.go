@@ -53,6 +53,9 @@ type Config struct {
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
 	PythonPreload []string
+	// Observer is told of every soft interrupt and hard kill (observe.go).
+	// Nil means nothing is observed.
+	Observer Observer
 }
 
 const (

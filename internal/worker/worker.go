@@ -162,12 +162,14 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	case out = <-done:
 	case <-ctx.Done():
 		st.interrupt.Store(true)
+		w.e.observer().Interrupted(w.lang)
 		grace := time.NewTimer(w.e.cfg.InterruptGrace)
 		select {
 		case out = <-done:
 			grace.Stop()
 		case <-grace.C:
 			killed = true
+			w.e.observer().Killed(w.lang)
 			st.kill.Store(true) // with the kill switch the guest traps within microseconds
 			wait := time.NewTimer(killWait)
 			if !w.e.cfg.StrictTermination {

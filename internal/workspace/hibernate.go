@@ -115,12 +115,14 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 			m.log.Info("interpreter closed without saving", zap.String("workspace", w.key.id),
 				zap.String("language", lang), zap.String("reason", string(unsaved)), zap.Error(err))
 			m.closeRunner(w, lang, r)
+			m.obs.StateLost(lang, unsaved)
 			if err := writeNote(w.state, lang, note(unsaved)); err != nil {
 				m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 			}
 			continue
 		}
 		m.closeRunner(w, lang, r)
+		m.obs.Hibernated(lang)
 		saved++
 		m.log.Debug("hibernated", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Int64("bytes", size))
 	}
@@ -300,6 +302,7 @@ func (m *Manager) expire(pdir, id string, cutoff time.Time) bool {
 		p := imagePath(w.state, lang)
 		if info, err := os.Stat(p); err == nil && info.ModTime().Before(cutoff) {
 			os.Remove(p)
+			m.obs.StateLost(lang, ReasonIdleTTL)
 			if err := writeNote(w.state, lang, note(ReasonIdleTTL)); err != nil {
 				m.log.Error("workspace state note", zap.String("workspace", id), zap.Error(err))
 			}
