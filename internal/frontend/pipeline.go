@@ -177,10 +177,10 @@ type task struct {
 
 	observed    func(RequestEnd) // reports its end to the Observer
 	scope       string           // its id is registered in this peer's scope
-	counted     bool        // it holds one count of the stream cap
-	session     *session    // it is in flight in this session
-	stopClose   func() bool // the end of its connection no longer cancels it
-	stopSession func() bool // the end of its session no longer cancels it
+	counted     bool             // it holds one count of the stream cap
+	session     *session         // it is in flight in this session
+	stopClose   func() bool      // the end of its connection no longer cancels it
+	stopSession func() bool      // the end of its session no longer cancels it
 }
 
 // register gives an admitted request its context and makes it reachable:
