@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"execd/internal/admin"
+	"execd/internal/cluster"
 	"execd/internal/config"
 	"execd/internal/frontend"
 	"execd/internal/telemetry"
@@ -128,6 +130,17 @@ func run() int {
 		return prepareGuests(engine, log)
 	}
 
+	var newID func() string
+	if peers := cfg.Cluster.Peers; len(peers) > 0 {
+		ring, err := cluster.NewRing(peers)
+		if err == nil {
+			newID, err = ring.Minter(cfg.Cluster.Self)
+		}
+		if err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 2
+		}
+	}
 	mgr, err = workspace.NewManager(workspace.Config{
 		DataDir:             cfg.Workspace.DataDir,
 		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
@@ -140,6 +153,7 @@ func run() int {
 		// so that a guest's growth finds room.
 		MemoryBudget: engine.MemoryBudget() / 10 * 9,
 		Observer:     obs.forWorkspaces(),
+		NewID:        newID,
 	}, engineFactory{engine}, log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
@@ -154,8 +168,21 @@ func run() int {
 		}
 	}()
 
-	fo := frontendOptions(cfg, mgr, engine.Languages(), log.Named("mcp"))
+	var exec frontend.Executor = mgr
+	if cfg.Cluster.SharedStorage {
+		if exec, err = cluster.NewShared(mgr, filepath.Join(cfg.Workspace.DataDir, "~locks"), log.Named("cluster")); err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 1
+		}
+	}
+	fo := frontendOptions(cfg, exec, engine.Languages(), log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
+	if f := cfg.Cluster.SessionKeyFile; f != "" {
+		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 2
+		}
+	}
 	srv, err = frontend.New(fo)
 	if err != nil {
 		log.Error("front end", zap.Error(err))

@@ -82,6 +82,12 @@ type Options struct {
 	// SessionIdleTTL ends a legacy session idle this long (no call in
 	// flight). Zero means sessions never expire.
 	SessionIdleTTL time.Duration
+	// SessionKey is a secret shared by every instance behind one balancer
+	// (cluster.session_key_file): session ids are signed with it, and a
+	// request bearing a signed id another instance minted is served in
+	// that session here, so that a legacy session works on every
+	// instance. Nil means random ids that only this Server knows.
+	SessionKey []byte
 
 	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
 	// Zero means no bound.
@@ -188,7 +194,7 @@ func New(opts Options) (*Server, error) {
 		opts:      opts,
 		log:       log,
 		exec:      opts.Executor,
-		sessions:  newSessionStore(opts.SessionIdleTTL),
+		sessions:  newSessionStore(opts.SessionIdleTTL, opts.SessionKey),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
 		auth:      auth,
@@ -213,6 +219,8 @@ func New(opts Options) (*Server, error) {
 	}
 	if ttl := opts.SessionIdleTTL; ttl > 0 {
 		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
+	} else if opts.SessionKey != nil {
+		go s.sweepSessions(time.Minute) // the ended ids
 	}
 	return s, nil
 }
