@@ -227,9 +227,9 @@ func (c *Config) Validate() error {
 		bad("server.path", "must start with /, got %q", c.Server.Path)
 	}
 	if c.Server.AdminListen != "" {
-		if _, _, err := net.SplitHostPort(c.Server.AdminListen); err != nil {
+		if _, port, err := net.SplitHostPort(c.Server.AdminListen); err != nil {
 			bad("server.admin_listen", "want host:port or empty, got %q", c.Server.AdminListen)
-		} else if c.Server.AdminListen == c.Server.Listen {
+		} else if c.Server.AdminListen == c.Server.Listen && port != "0" {
 			bad("server.admin_listen", "must differ from server.listen (%q): the admin endpoints are never served on the MCP listener", c.Server.Listen)
 		}
 	}
