@@ -45,13 +45,13 @@ func TestMetricsCountWhatTheObserversAreTold(t *testing.T) {
 	for name, c := range map[string]float64{
 		`execd_requests_total{era="modern",method="tools/call",outcome="cancelled",transport="http"}`: testutil.ToFloat64(m.requests.WithLabelValues("tools/call", "modern", "http", "cancelled")),
 		`execd_requests_total{era="legacy",method="tools/list",outcome="ok",transport="stdio"}`:       testutil.ToFloat64(m.requests.WithLabelValues("tools/list", "legacy", "stdio", "ok")),
-		`execd_cancellations_total{source="stream_close"}`:                                          testutil.ToFloat64(m.cancels.WithLabelValues("stream_close")),
-		`execd_cancellations_total{source="timeout"}`:                                               testutil.ToFloat64(m.cancels.WithLabelValues("timeout")),
-		`execd_restores_total{language="python"}`:                                                   testutil.ToFloat64(m.restores.WithLabelValues("python")),
-		`execd_sandbox_resets_total{language="python",reason="killed"}`:                            testutil.ToFloat64(m.resets.WithLabelValues("python", "killed")),
-		`execd_hibernations_total{language="javascript"}`:                                          testutil.ToFloat64(m.hibernations.WithLabelValues("javascript")),
-		`execd_sandbox_interrupts_total{language="python"}`:                                        testutil.ToFloat64(m.interrupts.WithLabelValues("python")),
-		`execd_sandbox_kills_total{language="python"}`:                                             testutil.ToFloat64(m.kills.WithLabelValues("python")),
+		`execd_cancellations_total{source="stream_close"}`:                                            testutil.ToFloat64(m.cancels.WithLabelValues("stream_close")),
+		`execd_cancellations_total{source="timeout"}`:                                                 testutil.ToFloat64(m.cancels.WithLabelValues("timeout")),
+		`execd_restores_total{language="python"}`:                                                     testutil.ToFloat64(m.restores.WithLabelValues("python")),
+		`execd_sandbox_resets_total{language="python",reason="killed"}`:                               testutil.ToFloat64(m.resets.WithLabelValues("python", "killed")),
+		`execd_hibernations_total{language="javascript"}`:                                             testutil.ToFloat64(m.hibernations.WithLabelValues("javascript")),
+		`execd_sandbox_interrupts_total{language="python"}`:                                           testutil.ToFloat64(m.interrupts.WithLabelValues("python")),
+		`execd_sandbox_kills_total{language="python"}`:                                                testutil.ToFloat64(m.kills.WithLabelValues("python")),
 	} {
 		if c != 1 {
 			t.Errorf("%s = %v, want 1", name, c)

@@ -42,7 +42,7 @@ func (f *fakeRegistry) Run(ctx context.Context, req workspace.Request) (workspac
 	}
 	return workspace.Outcome{Workspace: ws}, nil
 }
-func (f *fakeRegistry) List(string) []workspace.Info                       { return nil }
+func (f *fakeRegistry) List(string) []workspace.Info                      { return nil }
 func (f *fakeRegistry) Reset(context.Context, string, string, bool) error { return nil }
 func (f *fakeRegistry) Delete(context.Context, string, string) error      { return nil }
 func (f *fakeRegistry) Hibernate(_ context.Context, _, id string) error {
@@ -62,7 +62,10 @@ func TestSharedOneInstanceAtATime(t *testing.T) {
 	a, _ := NewShared(reg1, dir, nil)
 	b, _ := NewShared(reg2, dir, nil) // another instance on the same storage
 	first := make(chan error, 1)
-	go func() { _, err := a.Run(context.Background(), workspace.Request{Principal: "p", Workspace: "w"}); first <- err }()
+	go func() {
+		_, err := a.Run(context.Background(), workspace.Request{Principal: "p", Workspace: "w"})
+		first <- err
+	}()
 	for {
 		reg1.mu.Lock()
 		n := reg1.running
