@@ -39,7 +39,7 @@ func TestRequestSpanContinuesTheCallersTraceAndParentsThePhases(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range req.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "execute_code", "execd.era": "modern", "execd.outcome": "ok", "jsonrpc.request.id": "1"} {
 		if attrs[k] != v {
