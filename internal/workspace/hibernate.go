@@ -222,6 +222,33 @@ func (m *Manager) heldBy(w *ws) int64 {
 	return n
 }
 
+// shedder brings the live interpreters back under MaxWorkspaces and
+// MemoryBudget after calls that ran above them end. A new interpreter makes
+// room before it starts (makeRoom), but it cannot hibernate workspaces that
+// are busy, so the limits can be exceeded while every live workspace is
+// running; without this, they would stay exceeded until the next new
+// interpreter. It runs until Close, outside any call, so no call waits for
+// the hibernations.
+func (m *Manager) shedder() {
+	defer close(m.shedDone)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.overLimit:
+			m.makeRoom(0)
+			m.fitMemory()
+		}
+	}
+}
+
+// overLimitLocked reports whether the live interpreters exceed
+// MaxWorkspaces or MemoryBudget. m.mu is held.
+func (m *Manager) overLimitLocked() bool {
+	return m.cfg.MaxWorkspaces > 0 && m.live > m.cfg.MaxWorkspaces ||
+		m.cfg.MemoryBudget > 0 && m.memoryLocked() > m.cfg.MemoryBudget
+}
+
 // makeRoom makes n more runners fit under MaxWorkspaces (see shed).
 func (m *Manager) makeRoom(n int) {
 	if m.cfg.MaxWorkspaces <= 0 {

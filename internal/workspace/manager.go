@@ -160,6 +160,8 @@ type Manager struct {
 	stop        chan struct{}
 	janitorDone chan struct{}
 	sweepDone   chan struct{}
+	overLimit   chan struct{} // a turn ended above a limit: the shedder hibernates
+	shedDone    chan struct{}
 	closeOnce   sync.Once
 	drainOnce   sync.Once
 }
@@ -204,6 +206,8 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		sweepDone:   make(chan struct{}),
+		overLimit:   make(chan struct{}, 1),
+		shedDone:    make(chan struct{}),
 	}
 	m.fds.log = log
 	if m.obs == nil {
@@ -217,6 +221,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	} else {
 		close(m.janitorDone)
 	}
+	go m.shedder()
 	go func() {
 		defer close(m.sweepDone)
 		// File times come from a coarse clock: only what is clearly older
@@ -378,9 +383,16 @@ func (m *Manager) releaseTurn(w *ws) {
 	fsys := w.fs
 	m.active--
 	m.signalIdleLocked()
+	over := m.overLimitLocked()
 	m.mu.Unlock()
 	if fsys != nil {
 		fsys.Release()
+	}
+	if over {
+		select {
+		case m.overLimit <- struct{}{}:
+		default: // the shedder has been told already
+		}
 	}
 }
 
@@ -886,6 +898,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	})
 	<-m.janitorDone
 	<-m.sweepDone
+	<-m.shedDone
 	start := time.Now()
 	saved := m.hibernateAll(ctx)
 	select {
