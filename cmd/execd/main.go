@@ -159,6 +159,10 @@ func run() int {
 		log.Error("workspaces", zap.Error(err))
 		return 1
 	}
+	// A running guest's growth that the budget cannot hold first makes room
+	// by hibernating idle workspaces.
+	engine.SetReclaim(mgr.Reclaim)
+	defer engine.SetReclaim(nil)
 	defer func() {
 		// Every live workspace is hibernated, within one more grace.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)

@@ -349,6 +349,20 @@ func (e *Engine) MemoryBytes() int64 { return e.budget.used.Load() }
 // MemoryBudget is Config.TotalMemoryMiB in bytes, after its default.
 func (e *Engine) MemoryBudget() int64 { return e.budget.limit }
 
+// SetReclaim installs the hook a running guest's memory growth calls when
+// the budget cannot hold it: reclaim frees memory held elsewhere (the
+// workspace registry hibernates idle interpreters, least recently used
+// first) and returns the bytes it freed; the growth is then tried once
+// more. It runs on the goroutine of the growing guest's call, so it must
+// not wait for that call. nil removes it.
+func (e *Engine) SetReclaim(reclaim func(need int64) int64) {
+	if reclaim == nil {
+		e.budget.reclaim.Store(nil)
+		return
+	}
+	e.budget.reclaim.Store(&reclaim)
+}
+
 // WorkerOptions configure one worker.
 type WorkerOptions struct {
 	// Dir is a host directory mounted read-write at /workspace in the
