@@ -90,7 +90,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 			t.Errorf("strict=%v: after the timeout: %s", strict, got)
 		}
 		// Caught by the code: the stop comes back at the next check.
-		r = runWithTimeout(w, "try:\n    "+runawayCTE+"\nexcept sqlite3.OperationalError as e:\n    caught = str(e)\nwhile True:\n    pass", 200*time.Millisecond)
+		r = runWithTimeout(w, "try:\n    "+runawayCTE+"\nexcept sqlite3.OperationalError as e:\n    caught = e.args[0]\nwhile True:\n    pass", 200*time.Millisecond)
 		if r.Status != StatusTimeout || r.Reset {
 			t.Errorf("strict=%v: caught stop = %s", strict, describe(r))
 		}
@@ -161,8 +161,11 @@ func TestPythonHeapCapEveryAllocator(t *testing.T) {
 		if b.domain == "sqlite" {
 			mustRun(t, w, "db.close()", StatusOK)
 		}
-		if got := value(w.Run(context.Background(), "len(bytearray(20 << 20))", nil)); got != "20971520" {
-			t.Errorf("memory not reusable after the %s bomb: %s", b.domain, got)
+		// 25 MiB again, in pieces: one allocation of that size may not find
+		// a hole in a heap the bomb filled (the allocator cannot move what
+		// survived it, and linear memory is at its cap).
+		if r := w.Run(context.Background(), "len([bytearray(1 << 20) for _ in range(25)])", nil); value(r) != "25" {
+			t.Errorf("memory not reusable after the %s bomb: %s", b.domain, describe(r))
 		}
 		w.Close()
 	}
