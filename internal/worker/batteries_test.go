@@ -274,3 +274,220 @@ func TestPythonHints(t *testing.T) {
 	pyCheck(t, w, "probe", "import importlib.util\ntry:\n    import numpy\n    r = 'numpy'\nexcept ImportError as e:\n    r = e.name\n(r, importlib.util.find_spec('numpy'))", "('numpy', None)")
 	pyCheck(t, w, "other", "try:\n    import no_such_module\nexcept ModuleNotFoundError as e:\n    r = str(e)\nr", `"No module named 'no_such_module'"`)
 }
+
+// jsCheck runs code in a JavaScript worker and compares its value.
+func jsCheck(t *testing.T, w *Worker, name, code, want string) {
+	t.Helper()
+	r := w.Run(context.Background(), code, nil)
+	if r.Status != StatusOK || value(r) != want {
+		t.Errorf("%s: %s\nstderr: %.300s\nwant %s", name, describe(r), r.Stderr, want)
+	}
+}
+
+// TestJSWebGlobals: the web platform's basics, as browsers and Node have
+// them.
+func TestJSWebGlobals(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	cases := []struct{ name, code, want string }{
+		{"encode", "new TextEncoder().encode('h€😀')", "Uint8Array(8) [104, 226, 130, 172, 240, 159, 152, 128]"},
+		{"encode lone surrogate", "Array.from(new TextEncoder().encode('a\\ud800b'))", "[97, 239, 191, 189, 98]"},
+		{"encodeInto", "const buf = new Uint8Array(4); [new TextEncoder().encodeInto('a€b', buf), Array.from(buf)]",
+			"[{read: 2, written: 4}, [97, 226, 130, 172]]"},
+		{"decode", "new TextDecoder().decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x68, 0xc3, 0xa9]))", `"hé"`},
+		{"decode invalid", "new TextDecoder().decode(new Uint8Array([0x61, 0xff, 0xe2, 0x82, 0x62, 0xe2]))", "\"a\ufffd\ufffdb\ufffd\""},
+		{"decode fatal", "try { new TextDecoder('utf-8', {fatal: true}).decode(new Uint8Array([0xff])) } catch (e) { e.name }", `"TypeError"`},
+		{"decode stream", "const d = new TextDecoder(); d.decode(new Uint8Array([0xe2, 0x82]), {stream: true}) + d.decode(new Uint8Array([0xac]))", `"€"`},
+		{"decode views", "new TextDecoder().decode(new DataView(new TextEncoder().encode('xyz').buffer, 1)) + new TextDecoder().decode(new TextEncoder().encode('!').buffer)", `"yz!"`},
+		{"decoder label", "try { new TextDecoder('latin1') } catch (e) { e.name }", `"RangeError"`},
+		{"btoa atob", "[btoa('hello\\xff'), atob(' aGVs bG8= '), atob('YQ')]", `["aGVsbG//", "hello", "a"]`},
+		{"btoa range", "try { btoa('€') } catch (e) { [e.name, e.code, e instanceof DOMException, e instanceof Error] }", `["InvalidCharacterError", 5, true, true]`},
+		{"atob invalid", "try { atob('a') } catch (e) { e.name }", `"InvalidCharacterError"`},
+		{"structuredClone", "const src = {n: 1, s: 'x', d: new Date(0), re: /a+/gi, m: new Map([[{k: 1}, new Set([1, 2])]]), u8: new Uint8Array([1, 2]), big: 10n, nested: [[1], {deep: true}]};\n" +
+			"const c = structuredClone(src); [c !== src, c.d.getTime(), c.re.flags, [...c.m.values()][0].has(2), c.u8[1], c.big, c.nested[1].deep, c.m !== src.m]",
+			`[true, 0, "gi", true, 2, 10n, true, true]`},
+		{"structuredClone cycle", "const o = {name: 'o'}; o.self = o; o.list = [o]; const k = structuredClone(o); [k.self === k, k.list[0] === k, k !== o]", "[true, true, true]"},
+		{"structuredClone error", "const e = structuredClone(new RangeError('r')); [e instanceof RangeError, e.message]", `[true, "r"]`},
+		{"structuredClone class", "class P { constructor() { this.x = 1 } get y() { return 2 } }\nconst p = structuredClone(new P()); [Object.getPrototypeOf(p) === Object.prototype, p.x, p.y]", "[true, 1, undefined]"},
+		{"structuredClone function", "try { structuredClone({f() {}}) } catch (e) { [e.name, e.code] }", `["DataCloneError", 25]`},
+		{"structuredClone transfer", "const ab = new Uint8Array([7, 8]).buffer; const t = structuredClone(ab, {transfer: [ab]}); [ab.byteLength, new Uint8Array(t)[1]]", "[0, 8]"},
+		{"getRandomValues", "const r = crypto.getRandomValues(new Uint32Array(64)); new Set(r).size > 60", "true"},
+		{"getRandomValues quota", "try { crypto.getRandomValues(new Uint8Array(65537)) } catch (e) { e.name }", `"QuotaExceededError"`},
+		{"getRandomValues float", "try { crypto.getRandomValues(new Float64Array(2)) } catch (e) { e.name }", `"TypeMismatchError"`},
+		{"randomUUID", "const ids = Array.from({length: 100}, () => crypto.randomUUID()); [new Set(ids).size, ids.every((u) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(u))]", "[100, true]"},
+		{"performance", "const a = performance.now(); let x = 0; for (let i = 0; i < 1e5; i++) x += i; const b = performance.now(); [typeof a, a >= 0, b > a, Math.abs(performance.timeOrigin + b - Date.now()) < 1000]", `["number", true, true, true]`},
+		{"url", "const u = new URL('HTTPS://user:pw@Example.COM:443/a/./b/../c d?q=1 2#frag'); [u.href, u.origin, u.host, u.pathname, u.search, u.hash, u.username, u.port]",
+			`["https://user:pw@example.com/a/c%20d?q=1%202#frag", "https://example.com", "example.com", "/a/c%20d", "?q=1%202", "#frag", "user", ""]`},
+		{"url relative", "[new URL('../x?y', 'http://h.com/a/b/c').href, new URL('//o.org', 'https://h.com/p').href, new URL('?z', 'http://h.com/p?o#f').href]",
+			`["http://h.com/a/x?y", "https://o.org/", "http://h.com/p?z"]`},
+		{"url hosts", "[new URL('http://[2001:db8:0:0:0:0:2:1]/').host, new URL('http://0x7f.1/').host, new URL('http://münchen.de/').host, new URL('file:///C:/x/../y').href]",
+			`["[2001:db8::2:1]", "127.0.0.1", "xn--mnchen-3ya.de", "file:///C:/y"]`},
+		{"url invalid", "try { new URL('not a url') } catch (e) { [e.name, URL.canParse('not a url'), URL.canParse('a:b'), URL.parse('http://[::1')] }", `["TypeError", false, true, null]`},
+		{"url setters", "const v = new URL('http://a.com/p?q#h'); v.protocol = 'https'; v.hostname = 'b.org'; v.port = '8443'; v.pathname = '/x y'; v.hash = ''; v.searchParams.append('k', 'v w'); v.href",
+			`"https://b.org:8443/x%20y?q=&k=v+w"`},
+		{"url prints", "new URL('https://a.com/x')", `URL {href: "https://a.com/x"}`},
+		{"url json", "JSON.stringify({u: new URL('https://a.com')})", `"{\"u\":\"https://a.com/\"}"`},
+		{"searchParams", "const p = new URLSearchParams('?b=2&a=1&a=3&s=x+y%20z'); [p.get('a'), p.getAll('a'), p.get('s'), p.has('b'), p.size, [...p.keys()], String(p)]",
+			`["1", ["1", "3"], "x y z", true, 4, ["b", "a", "a", "s"], "b=2&a=1&a=3&s=x+y+z"]`},
+		{"searchParams edit", "const q = new URLSearchParams({x: '1', y: 'é&='}); q.set('x', '2'); q.append('z', ''); q.sort(); q.delete('y'); [q.toString(), [...q], new URLSearchParams([['a', 'b']]).toString()]",
+			`["x=2&z=", [["x", "2"], ["z", ""]], "a=b"]`},
+		{"searchParams prints", "new URLSearchParams('a=1&b=2')", `URLSearchParams {"a" => "1", "b" => "2"}`},
+		{"domexception", "const de = new DOMException('m', 'AbortError'); [de.name, de.message, de.code, DOMException.ABORT_ERR, Object.prototype.toString.call(de)]", `["AbortError", "m", 20, 20, "[object Error]"]`},
+	}
+	for _, c := range cases {
+		jsCheck(t, w, c.name, c.code, c.want)
+	}
+}
+
+// TestJSIntl: the English Intl, checked against what Node (ICU) prints for
+// en-US in UTC, and toLocaleString built on it.
+func TestJSIntl(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "const d = new Date(Date.UTC(2024, 0, 2, 15, 4, 5, 123))", StatusOK)
+	cases := []struct{ name, code, want string }{
+		{"toLocaleString", "(1234567.891).toLocaleString()", `"1,234,567.891"`},
+		{"toLocaleString en-US", "(1234567.891).toLocaleString('en-US')", `"1,234,567.891"`},
+		{"fraction digits", "[(1.005).toLocaleString('en-US', {maximumFractionDigits: 2}), (5).toLocaleString('en-US', {minimumFractionDigits: 2}), (0.000123).toLocaleString()]", `["1.01", "5.00", "0"]`},
+		{"grouping off", "new Intl.NumberFormat('en-US', {useGrouping: false}).format(1234567.5)", `"1234567.5"`},
+		{"percent", "[new Intl.NumberFormat('en-US', {style: 'percent'}).format(0.256), new Intl.NumberFormat('en-US', {style: 'percent', maximumFractionDigits: 1}).format(0.2567)]", `["26%", "25.7%"]`},
+		{"currency", "const usd = new Intl.NumberFormat('en-US', {style: 'currency', currency: 'USD'}); [usd.format(1234.5), usd.format(-0.126), usd.format(1e9)]", `["$1,234.50", "-$0.13", "$1,000,000,000.00"]`},
+		{"currency forms", "[(12.5).toLocaleString('en-US', {style: 'currency', currency: 'USD', currencyDisplay: 'code'}), (1).toLocaleString('en-US', {style: 'currency', currency: 'USD', currencyDisplay: 'name'}), (-3).toLocaleString('en-US', {style: 'currency', currency: 'USD', currencySign: 'accounting'}), (1234).toLocaleString('en-US', {style: 'currency', currency: 'JPY'})]",
+			"[\"USD\u00a012.50\", \"1.00 US dollars\", \"($3.00)\", \"¥1,234\"]"},
+		{"compact", "const c = new Intl.NumberFormat('en-US', {notation: 'compact'}); [c.format(1234), c.format(12345), c.format(1.5e6), c.format(999), new Intl.NumberFormat('en-US', {notation: 'compact', compactDisplay: 'long'}).format(2.5e9)]",
+			`["1.2K", "12K", "1.5M", "999", "2.5 billion"]`},
+		{"significant and signs", "[new Intl.NumberFormat('en-US', {maximumSignificantDigits: 3}).format(123456), new Intl.NumberFormat('en-US', {signDisplay: 'always'}).format(5), new Intl.NumberFormat().format(-0), new Intl.NumberFormat().format(NaN), new Intl.NumberFormat().format(-Infinity), new Intl.NumberFormat().format(12345678901234567890n)]",
+			`["123,000", "+5", "-0", "NaN", "-∞", "12,345,678,901,234,567,890"]`},
+		{"formatToParts", "new Intl.NumberFormat('en-US', {style: 'currency', currency: 'USD'}).formatToParts(-1234.5).map((p) => p.type).join(' ')", `"minusSign currency integer group integer decimal fraction"`},
+		{"resolvedOptions", "const ro = new Intl.NumberFormat('de-DE').resolvedOptions(); [ro.locale, ro.maximumFractionDigits, ro.useGrouping]", `["en-US", 3, "auto"]`},
+		{"date default", "[d.toLocaleString(), d.toLocaleDateString(), d.toLocaleTimeString(), new Intl.DateTimeFormat().format(d)]", `["1/2/2024, 3:04:05 PM", "1/2/2024", "3:04:05 PM", "1/2/2024"]`},
+		{"date styles", "['full', 'long', 'medium', 'short'].map((s) => new Intl.DateTimeFormat('en-US', {dateStyle: s, timeStyle: s, timeZone: 'UTC'}).format(d))",
+			`["Tuesday, January 2, 2024 at 3:04:05 PM Coordinated Universal Time", "January 2, 2024 at 3:04:05 PM UTC", "Jan 2, 2024, 3:04:05 PM", "1/2/24, 3:04 PM"]`},
+		{"date components", "[d.toLocaleDateString('en-US', {weekday: 'long', year: 'numeric', month: 'long', day: 'numeric'}), d.toLocaleDateString('en-US', {month: 'short', year: 'numeric'}), d.toLocaleTimeString('en-US', {hour: '2-digit', minute: '2-digit'}), d.toLocaleTimeString('en-US', {hour12: false}), d.toLocaleString('en-US', {hour: 'numeric', minute: 'numeric', second: 'numeric', fractionalSecondDigits: 3})]",
+			`["Tuesday, January 2, 2024", "Jan 2024", "03:04 PM", "15:04:05", "3:04:05.123 PM"]`},
+		{"date parts", "new Intl.DateTimeFormat('en-US', {dateStyle: 'medium'}).formatToParts(d).map((p) => p.value).join('|')", `"Jan| |2|, |2024"`},
+		{"date offset zone", "new Intl.DateTimeFormat('en-US', {timeStyle: 'long', timeZone: '+05:30'}).format(d)", `"8:34:05 PM GMT+5:30"`},
+		{"date other zone", "try { d.toLocaleString('en-US', {timeZone: 'America/New_York'}) } catch (e) { [e.name, e.message.includes('UTC')] }", `["RangeError", true]`},
+		{"invalid date", "[new Date(NaN).toLocaleString(), (() => { try { new Intl.DateTimeFormat().format(new Date(NaN)) } catch (e) { return e.name } })()]", `["Invalid Date", "RangeError"]`},
+		{"collator", "['b', 'a', 'B', 'á', 'A', 'z', 'résumé', 'resume', 'Resume', '_x', '-y', '10', '2'].sort(new Intl.Collator('en').compare)",
+			`["_x", "-y", "10", "2", "a", "A", "á", "b", "B", "resume", "Resume", "résumé", "z"]`},
+		{"collator options", "[new Intl.Collator('en', {numeric: true}).compare('item10', 'item2'), new Intl.Collator('en', {sensitivity: 'base'}).compare('a', 'Á'), new Intl.Collator('en', {sensitivity: 'accent'}).compare('a', 'A'), new Intl.Collator('en', {caseFirst: 'upper'}).compare('a', 'A')]", "[1, 0, 0, 1]"},
+		{"localeCompare", "['é', 'e', 'f'].sort((a, b) => a.localeCompare(b))", `["e", "é", "f"]`},
+		{"plural", "const pr = new Intl.PluralRules('en-US'); [0, 1, 2, 1.5].map((n) => pr.select(n))", `["other", "one", "other", "other"]`},
+		{"ordinal", "const po = new Intl.PluralRules('en-US', {type: 'ordinal'}); const suf = {one: 'st', two: 'nd', few: 'rd', other: 'th'}; [1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111].map((n) => n + suf[po.select(n)]).join(' ')",
+			`"1st 2nd 3rd 4th 11th 12th 13th 21st 22nd 23rd 101st 111th"`},
+		{"plural categories", "new Intl.PluralRules('en', {type: 'ordinal'}).resolvedOptions().pluralCategories", `["few", "one", "two", "other"]`},
+		{"list", "const l = (o) => new Intl.ListFormat('en', o); [l().format(['a', 'b', 'c']), l().format(['a', 'b']), l({type: 'disjunction'}).format(['a', 'b', 'c']), l({style: 'short'}).format(['a', 'b', 'c']), l({type: 'unit', style: 'narrow'}).format(['1', '2'])]",
+			`["a, b, and c", "a and b", "a, b, or c", "a, b, & c", "1 2"]`},
+		{"locales", "[Intl.getCanonicalLocales(['EN-us', 'en-gb']), Intl.NumberFormat.supportedLocalesOf(['en-GB', 'fr']), new Intl.DateTimeFormat('ja-JP').resolvedOptions().locale]", `[["en-US", "en-GB"], ["en-GB"], "en-US"]`},
+		{"bad locale", "try { new Intl.NumberFormat('not a locale!') } catch (e) { e.name }", `"RangeError"`},
+		{"array toLocaleString", "[1234.5, new Date(0)].toLocaleString()", `"1,234.5,1/1/1970, 12:00:00 AM"`},
+	}
+	for _, c := range cases {
+		jsCheck(t, w, c.name, c.code, c.want)
+	}
+}
+
+// TestJSModules: ES modules are files under /workspace, imported with
+// import() or, in a cell, with import declarations rewritten to it.
+func TestJSModules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"lib.mjs":       "import { twice } from './util/math.mjs';\nexport const name = 'lib';\nexport default function greet(who) { return 'hello ' + who }\nexport const four = twice(2);\nexport const url = import.meta.url;",
+		"util/math.mjs": "export function twice(x) { return 2 * x }\nexport const dir = import.meta.dirname;",
+		"data.json":     `{"items": [1, 2, 3], "ok": true}`,
+		"broken.mjs":    "export const = 1;",
+		"loop.mjs":      "while (true) {}",
+		"throws.mjs":    "throw new Error('module failed');",
+	}
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := newWorker(t, testEngine(t, true), WorkerOptions{Dir: dir})
+	cases := []struct{ name, code, want string }{
+		{"default and named", "import greet, { name, four } from './lib.mjs'\n[greet('you'), name, four]", `["hello you", "lib", 4]`},
+		{"bindings stay", "[greet('again'), four]", `["hello again", 4]`},
+		{"namespace", "import * as lib from \"./lib.mjs\";\n[typeof lib.default, lib.url]", `["function", "file:///workspace/lib.mjs"]`},
+		{"renamed, multi-line", "import {\n  twice as double,\n  dir,\n} from '/workspace/util/math.mjs'\ndouble(21) + ' ' + dir", `"42 /workspace/util"`},
+		{"dynamic", "const m = await import('./util/math.mjs'); m.twice(5)", "10"},
+		{"same instance", "(await import('./lib.mjs')).default === greet", "true"},
+		{"json", "import data from './data.json' with { type: 'json' }\n[data.items.length, data.ok]", "[3, true]"},
+		{"re-run", "import greet from './lib.mjs'\ngreet('x')", `"hello x"`},
+		{"strings untouched", "const s = 'import x from \"y\"'; s.length", "17"},
+	}
+	for _, c := range cases {
+		jsCheck(t, w, c.name, c.code, c.want)
+	}
+	// A changed file is a new module under a new query.
+	if err := os.WriteFile(filepath.Join(dir, "util/math.mjs"), []byte("export function twice(x) { return 3 * x }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsCheck(t, w, "cached", "(await import('./util/math.mjs')).twice(1)", "2")
+	jsCheck(t, w, "query reloads", "(await import('./util/math.mjs?v=2')).twice(1)", "3")
+	errs := []struct{ name, code, typ, says string }{
+		{"missing", "import x from './nope.mjs'", "Error", "Cannot find module '/workspace/nope.mjs'"},
+		{"package", "import _ from 'lodash'", "Error", "no npm packages"},
+		{"node builtin", "await import('node:fs')", "Error", "no npm packages"},
+		{"syntax", "await import('./broken.mjs')", "SyntaxError", ""},
+		{"throws", "await import('./throws.mjs')", "Error", "module failed"},
+	}
+	for _, c := range errs {
+		r := mustRun(t, w, c.code, StatusError)
+		if r.Error.Type != c.typ || !strings.Contains(r.Error.Message, c.says) {
+			t.Errorf("%s: %s; want %s saying %q", c.name, describe(r), c.typ, c.says)
+		}
+	}
+	// A module's own loop stops like any code.
+	if r := runWithTimeout(w, "await import('./loop.mjs')", 200*time.Millisecond); r.Status != StatusTimeout || r.Reset {
+		t.Errorf("endless module: %s", describe(r))
+	}
+	jsCheck(t, w, "after all that", "greet('end')", `"hello end"`)
+}
+
+// TestJSBatteriesUseIntrinsics: code that replaces built-ins does not
+// break the web globals, Intl or the import rewrite (they captured what
+// they use at init, as the printer did).
+func TestJSBatteriesUseIntrinsics(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.mjs"), []byte("export default 7"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(t, testEngine(t, true), WorkerOptions{Dir: dir})
+	mustRun(t, w, "globalThis.m0 = new Map([[1, 2]]); globalThis.two = {*[Symbol.iterator]() { yield 'a'; yield 'b' }}", StatusOK)
+	mustRun(t, w, `
+		const boom = function () { throw new Error("replaced built-in called") };
+		for (const k of ["slice", "indexOf", "charCodeAt", "codePointAt", "toLowerCase", "toUpperCase", "normalize", "padStart"]) String.prototype[k] = boom;
+		for (const k of ["push", "join", "map", "indexOf", "slice", "sort"]) Array.prototype[k] = boom;
+		for (const k of ["get", "set", "has"]) { Map.prototype[k] = boom; WeakMap.prototype[k] = boom; Set.prototype[k] = boom }
+		Set.prototype.add = boom;
+		Object.getPrototypeOf(Uint8Array.prototype).set = boom;
+		for (const k of ["getUTCFullYear", "getUTCMonth", "getUTCDate", "getUTCHours", "getTime"]) Date.prototype[k] = boom;
+		Array.prototype[Symbol.iterator] = boom;
+		Number.prototype.toExponential = boom;
+		RegExp.prototype.exec = boom;
+		Object.keys = boom;
+		JSON.stringify = boom;
+		0`, StatusOK)
+	cases := []struct{ name, code, want string }{
+		{"TextEncoder", "new TextDecoder().decode(new TextEncoder().encode('ok€'))", `"ok€"`},
+		{"URL", "new URL('../b?c=1', 'https://x.org/a/z').href", `"https://x.org/b?c=1"`},
+		{"searchParams", "new URLSearchParams('a=1&b=2').get('b')", `"2"`},
+		{"number", "(1234.5).toLocaleString('en-US', {style: 'currency', currency: 'USD'})", `"$1,234.50"`},
+		{"date", "new Intl.DateTimeFormat('en-US', {dateStyle: 'long'}).format(0)", `"January 1, 1970"`},
+		{"list", "new Intl.ListFormat('en').format(two)", `"a and b"`},
+		{"structuredClone", "structuredClone(m0) !== m0", "true"},
+		{"atob", "atob(btoa('x'))", `"x"`},
+		{"import", "import m from './m.mjs'\nm", "7"},
+	}
+	for _, c := range cases {
+		jsCheck(t, w, c.name, c.code, c.want)
+	}
+}

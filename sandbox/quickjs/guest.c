@@ -515,7 +515,11 @@ static JSValue js_utf8_encode(JSContext *c, JSValueConst this_val, int argc, JSV
             i += 2;
         }
     }
-    u8 = JS_NewTypedArray(c, 1, (JSValueConst *)&ab, JS_TYPED_ARRAY_UINT8);
+    {
+        /* the constructor reads all three arguments whatever argc says */
+        JSValueConst args[3] = {ab, JS_NewInt32(c, 0), JS_UNDEFINED};
+        u8 = JS_NewTypedArray(c, 3, args, JS_TYPED_ARRAY_UINT8);
+    }
     JS_FreeValue(c, ab);
     return u8;
 }
@@ -754,7 +758,17 @@ static JSValue js_now(JSContext *c, JSValueConst this_val, int argc, JSValueCons
     return JS_NewFloat64(c, (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6);
 }
 
+/* detach(arrayBuffer): what structuredClone's transfer leaves behind. */
+static JSValue js_detach(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc > 0)
+        JS_DetachArrayBuffer(c, argv[0]);
+    return JS_UNDEFINED;
+}
+
 static const JSCFunctionListEntry web_natives[] = {
+    JS_CFUNC_DEF("detach", 1, js_detach),
     JS_CFUNC_DEF("randomFill", 1, js_random_fill),
     JS_CFUNC_DEF("utf8Encode", 1, js_utf8_encode),
     JS_CFUNC_DEF("utf8Decode", 2, js_utf8_decode),
