@@ -79,10 +79,11 @@ KIT_DEBS=(
 # speed-up beside the pure Python, which is the part the guest can run):
 # taken from the source package instead, so that the pin holds on any build
 # machine. Each: source package, upstream version, sha256 of the orig
-# tarball, the library's directory in it.
+# tarball, the library's directory in it, its distribution name (for the
+# metadata importlib.metadata reads).
 KIT_SOURCES=(
-	"pyyaml 6.0.2 d584d9ec91ad65861cc08d42e834324ef890a082e591037abe114850ff7bbc3e lib/yaml"
-	"markupsafe 2.1.2 abcabc8c2b26036d62d4c746381a6f7cf60aafcc653198ad678306986b09450d src/markupsafe"
+	"pyyaml 6.0.2 d584d9ec91ad65861cc08d42e834324ef890a082e591037abe114850ff7bbc3e lib/yaml PyYAML"
+	"markupsafe 2.1.2 abcabc8c2b26036d62d4c746381a6f7cf60aafcc653198ad678306986b09450d src/markupsafe MarkupSafe"
 )
 # Shadow stack of the guest (linear memory, placed first so an overflow
 # traps instead of corrupting the heap; glue.c's stack guard keeps CPython
@@ -224,13 +225,15 @@ link_guest() {
 
 # build_kit OUT_DIR: the kit's files as the guest sees them under /usr
 # (OUT_DIR/usr/lib/python3/dist-packages with sources and unchecked-hash
-# .pyc files, OUT_DIR/usr/share/zoneinfo), without tests, C extensions or
-# anything outside those two trees, and OUT_DIR/manifest: one line per
+# .pyc files, OUT_DIR/usr/share/zoneinfo), without tests, benchmarks, C
+# extensions, sympy's Rubi integrator (3.4 MB that need matchpy, which is
+# not packaged) or anything outside those two trees, and OUT_DIR/manifest:
+# one line per
 # package, its version and the paths it provides. Symbolic links between
 # time zones become copies (the zip holds files only).
 build_kit() {
 	local out=$1 dp=$1/usr/lib/python3/dist-packages zi=$1/usr/share/zoneinfo
-	local entry pkg version sum dir x paths
+	local entry pkg version sum dir dist x paths
 	mkdir -p "$dp" "$zi" "$out/unpack"
 	: >"$out/manifest"
 	for entry in "${KIT_DEBS[@]}"; do
@@ -240,8 +243,8 @@ build_kit() {
 		dpkg-deb -x "$deb_file" "$x" || die "cannot unpack $deb_file"
 		paths=
 		if [[ -d $x/usr/lib/python3/dist-packages ]]; then
-			(cd "$x/usr/lib/python3/dist-packages" && tar -cf - --exclude=tests --exclude='*.so' \
-				--exclude=__pycache__ .) | tar -xf - -C "$dp"
+			(cd "$x/usr/lib/python3/dist-packages" && tar -cf - --exclude=tests --exclude=benchmarks \
+				--exclude='*.so' --exclude=__pycache__ --exclude=./sympy/integrals/rubi .) | tar -xf - -C "$dp"
 			paths=$(cd "$x/usr/lib/python3/dist-packages" && printf 'lib/python3/dist-packages/%s ' *)
 		fi
 		if [[ -d $x/usr/share/zoneinfo ]]; then
@@ -253,7 +256,7 @@ build_kit() {
 		echo "$pkg $version $paths" >>"$out/manifest"
 	done
 	for entry in "${KIT_SOURCES[@]}"; do
-		read -r pkg version sum dir <<<"$entry"
+		read -r pkg version sum dir dist <<<"$entry"
 		fetch_orig "$pkg" "$version" "$sum" "$cache/src/$pkg/${pkg}_${version}.orig.tar.gz"
 		x=$out/unpack/$pkg
 		mkdir -p "$x"
@@ -261,7 +264,9 @@ build_kit() {
 		[[ -d $x/$dir ]] || die "no $dir in the $pkg source"
 		(cd "$x/$(dirname "$dir")" && tar -cf - --exclude='*.c' --exclude=__pycache__ "$(basename "$dir")") |
 			tar -xf - -C "$dp"
-		echo "$pkg $version lib/python3/dist-packages/$(basename "$dir")" >>"$out/manifest"
+		mkdir -p "$dp/$dist-$version.dist-info"
+		printf 'Metadata-Version: 2.1\nName: %s\nVersion: %s\n' "$dist" "$version" >"$dp/$dist-$version.dist-info/METADATA"
+		echo "$pkg $version lib/python3/dist-packages/$(basename "$dir") lib/python3/dist-packages/$dist-$version.dist-info" >>"$out/manifest"
 	done
 	rm -rf "$out/unpack"
 	/usr/bin/python3.11 - "$dp" "$JOBS" <<-'EOF' || die "compiling the kit failed"

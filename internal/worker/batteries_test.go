@@ -197,7 +197,7 @@ func TestPythonKit(t *testing.T) {
 		{"sympy", "import sympy as sp\nx = sp.symbols('x')\n(sp.solve(x**2 - 2, x), sp.integrate(sp.sin(x)**2, (x, 0, sp.pi)), sp.factor(x**3 - 1))",
 			"([-sqrt(2), sqrt(2)], pi/2, (x - 1)*(x**2 + x + 1))"},
 		{"mpmath", "import mpmath\nmpmath.mp.dps = 30\nstr(mpmath.quad(mpmath.exp, [0, 1]))", "'1.71828182845904523536028747135'"},
-		{"metadata", "import importlib.metadata as md\nmd.version('networkx'), md.version('sympy')", "('2.8.8', '1.11.1')"},
+		{"metadata", "import importlib.metadata as md\nmd.version('networkx'), md.version('sympy'), md.version('PyYAML'), md.version('MarkupSafe')", "('2.8.8', '1.11.1', '6.0.2', '2.1.2')"},
 	}
 	for _, c := range cases {
 		pyCheck(t, w, c.name, c.code, c.want)

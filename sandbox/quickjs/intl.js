@@ -185,7 +185,7 @@
     DKK: [2, "DKK", "kr", "Danish krone", "Danish kroner"], PLN: [2, "PLN", "zł", "Polish zloty", "Polish zlotys"],
     RUB: [2, "RUB", "₽", "Russian ruble", "Russian rubles"], ZAR: [2, "ZAR", "R", "South African rand", "South African rand"],
     SGD: [2, "SGD", "$", "Singapore dollar", "Singapore dollars"], ILS: [2, "₪", "₪", "Israeli new shekel", "Israeli new shekels"],
-    TRY: [2, "TRY", "₺", "Turkish lira", "Turkish Lira"], BTC: [2, "BTC", "BTC", "BTC", "BTC"],
+    TRY: [2, "TRY", "₺", "Turkish lira", "Turkish Lira"],
   };
   const nfSlots = new WeakMap(), wmGet = uncurry(WeakMap.prototype.get), wmSet = uncurry(WeakMap.prototype.set);
   function nfSlot(self) {
@@ -322,8 +322,9 @@
     else if (sign) push(sign === "-" ? "minusSign" : "plusSign", sign);
     if (curText) {
       push("currency", curText);
-      if (!nan && !inf && (o.currencyDisplay === "code" || (curText.length > 1 && isLetter(charCodeAt(curText, curText.length - 1)))))
-        push("literal", "\u00a0");
+      // a space between a symbol that ends in a letter ("CHF", "kr") and the digits
+      const last = curText[curText.length - 1];
+      if (!nan && !inf && (o.currencyDisplay === "code" || toLower(last) !== toUpper(last))) push("literal", "\u00a0");
     }
     if (nan) push("nan", "NaN");
     else if (inf) push("infinity", "∞");
