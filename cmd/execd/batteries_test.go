@@ -90,7 +90,7 @@ func TestSQLiteCountsAgainstTheQuota(t *testing.T) {
 	sc, isErr := c.runLang("q", "python", "import sqlite3\ndb = sqlite3.connect('big.db')\ndb.execute('create table t(b)')\n"+
 		"db.execute('insert into t with recursive c(i) as (select 1 union all select i + 1 from c where i < 4000) select randomblob(1000) from c')\n"+
 		"db.commit()")
-	if !isErr || !strings.Contains(sc["error"].(string), "sqlite3.OperationalError") {
+	if !isErr || !strings.Contains(sc["error"].(string), "OperationalError: disk I/O error") {
 		t.Fatalf("4 MB into a 1 MiB quota: %v", sc)
 	}
 	sc, isErr = c.runLang("q", "python", "db.rollback()\ndb.execute('insert into t values (1)')\ndb.commit()\ndb.execute('select count(*) from t').fetchone()")

@@ -491,3 +491,45 @@ func TestJSBatteriesUseIntrinsics(t *testing.T) {
 		jsCheck(t, w, c.name, c.code, c.want)
 	}
 }
+
+// FuzzJSImportRewrite: a cell that mentions import goes through the
+// guest's import rewrite (bootstrap.js) before it is compiled; whatever the
+// cell, that neither hangs nor breaks the interpreter: the cell ends as
+// code ends (a value, an error, a timeout) and the next cell runs.
+func FuzzJSImportRewrite(f *testing.F) {
+	for _, s := range []string{
+		`import x from "./a.mjs"`, `import * as ns from './a.mjs'`, `import x, * as ns from "./a.mjs"`,
+		"import {a, b as c,\n \"d-e\" as f} from \"./a.mjs\"; a", `import "./side.mjs"`,
+		`import j from "./d.json" with { type: "json" }`, `const s = "import x from 'y'"; s`,
+		"// import x from 'y'\n1", "/* import */ 2", "`${\"}\"} import x from y` + `a${`b${1}`}c`",
+		`if (1) { import x from "y" }`, `await import("./a.mjs")`, `import.meta`, `a.import; 3`,
+		`let r = /import x from "y"/; r`, `x = 1 / 2; import y from "./y.mjs"`, `import {} from "./z.mjs"`,
+		`import x from`, `import {`, `import * as`, "import x from \"y\" with {", "import `", `import "`,
+	} {
+		f.Add(s)
+	}
+	e := startEngine(f, testConfig(true))
+	f.Cleanup(func() { e.Close(context.Background()) })
+	w, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { w.Close() })
+	f.Fuzz(func(t *testing.T, cell string) {
+		if !strings.Contains(cell, "import") {
+			cell = "import " + cell
+		}
+		r := runWithTimeout(w, cell, 200*time.Millisecond)
+		if r.Reset {
+			t.Fatalf("%q reset the interpreter: %s", cell, describe(r))
+		}
+		switch r.Status {
+		case StatusOK, StatusError, StatusTimeout, StatusOOM:
+		default:
+			t.Fatalf("%q: %s", cell, describe(r))
+		}
+		if r := w.Run(context.Background(), "6 * 7", nil); r.Status != StatusOK || value(r) != "42" {
+			t.Fatalf("after %q: %s", cell, describe(r))
+		}
+	})
+}

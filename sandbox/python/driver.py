@@ -1,9 +1,14 @@
 # execd Python guest: runs one cell in __main__ with REPL semantics.
 # Embedded into python.wasm by build-python.sh and run once by glue.c's
 # execd_init; glue.c calls run_cell(source) per cell and reseed() in a clone
-# of a memory image. Imports here are builtin or frozen only (start-up
-# time); traceback is imported on the first error. The names of builtins
-# used here come from a copy glue.c made before any cell ran.
+# of a memory image. Imports here are builtin or frozen, and traceback and
+# linecache, which the report of an error needs: imported at init (paid
+# once per daemon: new interpreters are copies of this one), reporting an
+# error imports nothing, so it neither needs memory the error may have
+# taken (out of memory) nor leaves those modules' objects in the middle of
+# a heap that a memory bomb filled, where they would split the space the
+# bomb frees. The names of builtins used here come from a copy glue.c made
+# before any cell ran.
 import _ast
 import _io
 import builtins
@@ -11,6 +16,8 @@ import os
 import sys
 
 import execd
+import linecache
+import traceback
 
 # Relative paths in the code mean the workspace, when there is one.
 try:
@@ -182,9 +189,6 @@ def _describe(exc):
         tb = tb.tb_next
     undo = []
     try:
-        import linecache
-        import traceback
-
         for name, src in _cells.items():
             linecache.cache[name] = (len(src), None, src.splitlines(True), name)
         omitted, u = _cut(tb)
