@@ -103,7 +103,7 @@ fetch_deb() {
 	mkdir -p "$dir"
 	deb_file=$(find "$dir" -maxdepth 1 -name "$glob" | head -n1)
 	if [[ -z $deb_file ]] || ! echo "$sum  $deb_file" | sha256sum -c --status; then
-		[[ -n $deb_file ]] && rm -f "$deb_file"
+		if [[ -n $deb_file ]]; then rm -f "$deb_file"; fi
 		say "fetching $pkg $version"
 		if ! (cd "$dir" && apt-get download -qq "$pkg=$version" >/dev/null 2>&1); then
 			apt_update

@@ -533,3 +533,33 @@ func FuzzJSImportRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestPythonPreloadKit: sandbox.python_preload may name the kit's packages
+// and sqlite3: every new interpreter then starts with them imported.
+func TestPythonPreloadKit(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(true)
+	cfg.PythonPreload = []string{"sqlite3", "dateutil.parser", "tabulate"}
+	e := newTestEngine(t, cfg)
+	if b := e.guests["python"].base; b == nil || b.img.init.preload == "" {
+		t.Fatalf("base image without the preload: %+v", b)
+	}
+	w := langWorker(t, e, "python", WorkerOptions{})
+	pyCheck(t, w, "preloaded", "import sys\n[m for m in ('sqlite3', 'dateutil.parser', 'tabulate') if m not in sys.modules]", "[]")
+	pyCheck(t, w, "works", "import sqlite3\nsqlite3.connect(':memory:').execute('select 1').fetchone()", "(1,)")
+}
+
+// TestBaseKeyNamesTheFiles: a base image made with other read-only files
+// (another standard library or kit) is another base image: what the guest
+// read from them at init is in its memory.
+func TestBaseKeyNamesTheFiles(t *testing.T) {
+	p := initParams{heapLimit: 1 << 20, preload: "import json"}
+	var module, files, other [32]byte
+	other[0] = 1
+	if p.key(module, files) == p.key(module, other) {
+		t.Fatal("the key does not change with the files")
+	}
+	if p.key(module, files) != p.key(module, files) {
+		t.Fatal("the key is not a function of its inputs")
+	}
+}
