@@ -17,12 +17,13 @@ import (
 // on every allocator; JavaScript's web-platform globals, Intl and modules.
 // All with the real guests.
 
-// pyRows runs code and returns its value, failing unless the status is ok.
-func pyCheck(t *testing.T, w *Worker, name, code, want string) {
+// check runs code, of either language, and wants status ok and the value
+// want.
+func check(t *testing.T, w *Worker, name, code, want string) {
 	t.Helper()
 	r := w.Run(context.Background(), code, nil)
 	if r.Status != StatusOK || value(r) != want {
-		t.Errorf("%s: %s\nstdout: %.300s\nwant %s", name, describe(r), r.Stdout, want)
+		t.Errorf("%s: %s\nstdout: %.300s\nstderr: %.300s\nwant %s", name, describe(r), r.Stdout, r.Stderr, want)
 	}
 }
 
@@ -51,17 +52,17 @@ func TestPythonSQLite(t *testing.T) {
 			"import os\nos.path.getsize('/workspace/data.db') > 0", "True"},
 	}
 	for _, c := range cases {
-		pyCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 	// No temporary file ever appears in the workspace, even for a sort that
 	// spills (temp_store is memory).
-	pyCheck(t, w, "big sort", "f = sqlite3.connect('/workspace/data.db')\n"+
+	check(t, w, "big sort", "f = sqlite3.connect('/workspace/data.db')\n"+
 		"n = f.execute('with recursive c(i) as (select 1 union all select i + 1 from c where i < 200000) select count(*) from (select i from c order by random())').fetchone()\n"+
 		"f.close()\nn, sorted(os.listdir('/workspace'))", "((200000,), ['data.db'])")
 
 	// Another interpreter (the same files) reads the database.
 	w2 := newPyWorker(t, WorkerOptions{Dir: dir})
-	pyCheck(t, w2, "reopened", "import sqlite3\nwith sqlite3.connect('data.db') as c:\n    v = c.execute(\"select v from kv where k = 'answer'\").fetchone()\nv", "(42,)")
+	check(t, w2, "reopened", "import sqlite3\nwith sqlite3.connect('data.db') as c:\n    v = c.execute(\"select v from kv where k = 'answer'\").fetchone()\nv", "(42,)")
 	if b, err := os.ReadFile(filepath.Join(dir, "data.db")); err != nil || !bytes.HasPrefix(b, []byte("SQLite format 3\x00")) {
 		t.Errorf("data.db on the host: %.20q %v", b, err)
 	}
@@ -200,7 +201,7 @@ func TestPythonKit(t *testing.T) {
 		{"metadata", "import importlib.metadata as md\nmd.version('networkx'), md.version('sympy'), md.version('PyYAML'), md.version('MarkupSafe')", "('2.8.8', '1.11.1', '6.0.2', '2.1.2')"},
 	}
 	for _, c := range cases {
-		pyCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 	png, err := os.ReadFile(filepath.Join(dir, "t.png"))
 	if err != nil {
@@ -241,7 +242,7 @@ func checkPNG(t *testing.T, b []byte, width, height uint32) {
 // kit, nor sqlite3 (start-up pays only for what the preload lists).
 func TestPythonKitNotPreloaded(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
-	pyCheck(t, w, "modules", "import sys\nsorted(m for m in sys.modules if m.split('.')[0] in "+
+	check(t, w, "modules", "import sys\nsorted(m for m in sys.modules if m.split('.')[0] in "+
 		"('sqlite3', '_sqlite3', 'dateutil', 'six', 'tabulate', 'pytz', 'openpyxl', 'et_xmlfile', 'png', 'networkx', "+
 		"'yaml', 'jinja2', 'markupsafe', 'sympy', 'mpmath', 'zoneinfo'))", "[]")
 }
@@ -271,17 +272,8 @@ func TestPythonHints(t *testing.T) {
 			}
 		}
 	}
-	pyCheck(t, w, "probe", "import importlib.util\ntry:\n    import numpy\n    r = 'numpy'\nexcept ImportError as e:\n    r = e.name\n(r, importlib.util.find_spec('numpy'))", "('numpy', None)")
-	pyCheck(t, w, "other", "try:\n    import no_such_module\nexcept ModuleNotFoundError as e:\n    r = str(e)\nr", `"No module named 'no_such_module'"`)
-}
-
-// jsCheck runs code in a JavaScript worker and compares its value.
-func jsCheck(t *testing.T, w *Worker, name, code, want string) {
-	t.Helper()
-	r := w.Run(context.Background(), code, nil)
-	if r.Status != StatusOK || value(r) != want {
-		t.Errorf("%s: %s\nstderr: %.300s\nwant %s", name, describe(r), r.Stderr, want)
-	}
+	check(t, w, "probe", "import importlib.util\ntry:\n    import numpy\n    r = 'numpy'\nexcept ImportError as e:\n    r = e.name\n(r, importlib.util.find_spec('numpy'))", "('numpy', None)")
+	check(t, w, "other", "try:\n    import no_such_module\nexcept ModuleNotFoundError as e:\n    r = str(e)\nr", `"No module named 'no_such_module'"`)
 }
 
 // TestJSWebGlobals: the web platform's basics, as browsers and Node have
@@ -335,7 +327,7 @@ func TestJSWebGlobals(t *testing.T) {
 		{"domexception", "const de = new DOMException('m', 'AbortError'); [de.name, de.message, de.code, DOMException.ABORT_ERR, Object.prototype.toString.call(de)]", `["AbortError", "m", 20, 20, "[object Error]"]`},
 	}
 	for _, c := range cases {
-		jsCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 }
 
@@ -384,7 +376,7 @@ func TestJSIntl(t *testing.T) {
 		{"array toLocaleString", "[1234.5, new Date(0)].toLocaleString()", `"1,234.5,1/1/1970, 12:00:00 AM"`},
 	}
 	for _, c := range cases {
-		jsCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 }
 
@@ -423,14 +415,14 @@ func TestJSModules(t *testing.T) {
 		{"strings untouched", "const s = 'import x from \"y\"'; s.length", "17"},
 	}
 	for _, c := range cases {
-		jsCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 	// A changed file is a new module under a new query.
 	if err := os.WriteFile(filepath.Join(dir, "util/math.mjs"), []byte("export function twice(x) { return 3 * x }"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	jsCheck(t, w, "cached", "(await import('./util/math.mjs')).twice(1)", "2")
-	jsCheck(t, w, "query reloads", "(await import('./util/math.mjs?v=2')).twice(1)", "3")
+	check(t, w, "cached", "(await import('./util/math.mjs')).twice(1)", "2")
+	check(t, w, "query reloads", "(await import('./util/math.mjs?v=2')).twice(1)", "3")
 	errs := []struct{ name, code, typ, says string }{
 		{"missing", "import x from './nope.mjs'", "Error", "Cannot find module '/workspace/nope.mjs'"},
 		{"package", "import _ from 'lodash'", "Error", "no npm packages"},
@@ -448,7 +440,7 @@ func TestJSModules(t *testing.T) {
 	if r := runWithTimeout(w, "await import('./loop.mjs')", 200*time.Millisecond); r.Status != StatusTimeout || r.Reset {
 		t.Errorf("endless module: %s", describe(r))
 	}
-	jsCheck(t, w, "after all that", "greet('end')", `"hello end"`)
+	check(t, w, "after all that", "greet('end')", `"hello end"`)
 }
 
 // TestJSBatteriesUseIntrinsics: code that replaces built-ins does not
@@ -488,7 +480,7 @@ func TestJSBatteriesUseIntrinsics(t *testing.T) {
 		{"import", "import m from './m.mjs'\nm", "7"},
 	}
 	for _, c := range cases {
-		jsCheck(t, w, c.name, c.code, c.want)
+		check(t, w, c.name, c.code, c.want)
 	}
 }
 
@@ -545,8 +537,8 @@ func TestPythonPreloadKit(t *testing.T) {
 		t.Fatalf("base image without the preload: %+v", b)
 	}
 	w := langWorker(t, e, "python", WorkerOptions{})
-	pyCheck(t, w, "preloaded", "import sys\n[m for m in ('sqlite3', 'dateutil.parser', 'tabulate') if m not in sys.modules]", "[]")
-	pyCheck(t, w, "works", "import sqlite3\nsqlite3.connect(':memory:').execute('select 1').fetchone()", "(1,)")
+	check(t, w, "preloaded", "import sys\n[m for m in ('sqlite3', 'dateutil.parser', 'tabulate') if m not in sys.modules]", "[]")
+	check(t, w, "works", "import sqlite3\nsqlite3.connect(':memory:').execute('select 1').fetchone()", "(1,)")
 }
 
 // TestBaseKeyNamesTheFiles: a base image made with other read-only files

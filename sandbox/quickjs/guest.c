@@ -315,46 +315,58 @@ static JSValue throw_errno(JSContext *c, const char *op, const char *path)
     return JS_ThrowTypeError(c, "%s '%s': %s", op, path, strerror(errno));
 }
 
+/* read_file(path): the whole file, NUL-terminated, from js_malloc; NULL
+   with errno set when it cannot be opened, or with an exception pending
+   when memory ran out. */
+static char *read_file(JSContext *c, const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, r;
+    if (!f)
+        return NULL;
+    for (;;) {
+        if (len + 1 >= cap) {
+            char *p;
+            cap = cap ? cap * 2 : 65536;
+            p = js_realloc(c, buf, cap);
+            if (!p) {
+                js_free(c, buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+        r = fread(buf + len, 1, cap - len - 1, f);
+        if (r == 0)
+            break;
+        len += r;
+    }
+    fclose(f);
+    buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
 /* fs.readFile(path) -> string (UTF-8) */
 static JSValue js_fs_read(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
 {
     const char *path;
-    FILE *f;
-    char *data = NULL;
-    size_t len = 0, cap = 0, n;
+    char *data;
+    size_t len = 0;
     JSValue ret;
     (void)this_val;
     path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
     if (!path)
         return JS_EXCEPTION;
-    f = fopen(path, "rb");
-    if (!f) {
-        ret = throw_errno(c, "readFile", path);
-        JS_FreeCString(c, path);
-        return ret;
+    data = read_file(c, path, &len);
+    if (!data) {
+        ret = JS_HasException(c) ? JS_EXCEPTION : throw_errno(c, "readFile", path);
+    } else {
+        ret = JS_NewStringLen(c, data, len);
+        js_free(c, data);
     }
-    for (;;) {
-        if (len == cap) {
-            char *p;
-            cap = cap ? cap * 2 : 65536;
-            p = js_realloc(c, data, cap);
-            if (!p) {
-                js_free(c, data);
-                fclose(f);
-                JS_FreeCString(c, path);
-                return JS_EXCEPTION;
-            }
-            data = p;
-        }
-        n = fread(data + len, 1, cap - len, f);
-        if (n == 0)
-            break;
-        len += n;
-    }
-    fclose(f);
     JS_FreeCString(c, path);
-    ret = JS_NewStringLen(c, data ? data : "", len);
-    js_free(c, data);
     return ret;
 }
 
@@ -865,37 +877,6 @@ static JSValue throw_module_error(JSContext *c, const char *fmt, const char *nam
     snprintf(msg, sizeof(msg), fmt, name, extra);
     JS_DefinePropertyValueStr(c, e, "message", JS_NewString(c, msg), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
     return JS_Throw(c, e);
-}
-
-/* read_file(path): the whole file, NUL-terminated, from js_malloc. */
-static char *read_file(JSContext *c, const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, r;
-    if (!f)
-        return NULL;
-    for (;;) {
-        if (len + 1 >= cap) {
-            char *p;
-            cap = cap ? cap * 2 : 16384;
-            p = js_realloc(c, buf, cap);
-            if (!p) {
-                js_free(c, buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        r = fread(buf + len, 1, cap - len - 1, f);
-        if (r == 0)
-            break;
-        len += r;
-    }
-    fclose(f);
-    buf[len] = 0;
-    *n = len;
-    return buf;
 }
 
 static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)

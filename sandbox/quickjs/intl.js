@@ -34,15 +34,7 @@
   function is(brand, v) {
     try { brand(v); return true; } catch (e) { return false; }
   }
-  function methods(C, tag) {
-    const p = C.prototype, names = O.getOwnPropertyNames(p);
-    for (let i = 0; i < names.length; i++) {
-      const d = descriptorOf(p, names[i]);
-      d.enumerable = false;
-      defineProperty(p, names[i], d);
-    }
-    defineProperty(p, tagSym, { value: tag, configurable: true });
-  }
+  const methods = helpers.methods; // web.js's
 
   // ---- locales ------------------------------------------------------------
   // wellFormed(tag): letters, then subtags of letters and digits, split

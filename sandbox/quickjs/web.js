@@ -1252,6 +1252,8 @@
     for (let i = 0; i < l.length && i < 100; i++) s += (i ? ", " : "") + fmt(l[i][0]) + " => " + fmt(l[i][1]);
     return "URLSearchParams {" + s + (l.length > 100 ? ", ..." : "") + "}";
   });
-  // intl.js: the uncloneable set, for its own classes.
+  // For intl.js: the uncloneable set, for its own classes, and how to
+  // define them.
   helpers.uncloneable = (proto) => { setAdd(uncloneable, proto); };
+  helpers.methods = methods;
 })
