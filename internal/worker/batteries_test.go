@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -554,4 +555,40 @@ func TestBaseKeyNamesTheFiles(t *testing.T) {
 	if p.key(module, files) != p.key(module, files) {
 		t.Fatal("the key is not a function of its inputs")
 	}
+}
+
+// TestBatteriesInAnImage: what the batteries keep in the interpreter's
+// memory is in its memory image, as hibernation takes it: an imported
+// module and its state, an Intl formatter, an in-memory SQLite database.
+// An open connection to a database file is an open file: such a worker
+// cannot be imaged until the code closes it.
+func TestBatteriesInAnImage(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t, true)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.mjs"), []byte("export let n = 1; export function bump() { return ++n }"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := langWorker(t, e, "javascript", WorkerOptions{Dir: dir})
+	check(t, js, "setup", "import { bump } from './m.mjs'\nconst usd = new Intl.NumberFormat('en-US', {style: 'currency', currency: 'USD'}); bump()", "2")
+	js2, err := e.Restore(context.Background(), snapshot(t, js), WorkerOptions{Dir: dir}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js2.Close()
+	check(t, js2, "restored", "bump() + ' ' + usd.format(bump() * 1000)", `"3 $4,000.00"`)
+
+	py := langWorker(t, e, "python", WorkerOptions{Dir: dir})
+	check(t, py, "setup", "import sqlite3\nmem = sqlite3.connect(':memory:')\nmem.execute('create table t(x)')\nmem.execute('insert into t values (42)')\n"+
+		"f = sqlite3.connect('file.db')\nf.execute('create table if not exists t(x)')\nf.commit()", "<nil>")
+	if _, err := py.Snapshot(context.Background()); !errors.Is(err, ErrNotSnapshottable) {
+		t.Fatalf("Snapshot with a database file open: %v; want ErrNotSnapshottable", err)
+	}
+	check(t, py, "close", "f.close()", "<nil>")
+	py2, err := e.Restore(context.Background(), snapshot(t, py), WorkerOptions{Dir: dir}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer py2.Close()
+	check(t, py2, "restored", "mem.execute('select x from t').fetchall(), sqlite3.connect('file.db').execute('select count(*) from t').fetchone()", "([(42,)], (0,))")
 }

@@ -581,7 +581,7 @@ static JSValue js_utf8_decode(JSContext *c, JSValueConst this_val, int argc, JSV
             goto invalid1;
         for (k = 1; k <= need; k++) {
             if (i + k >= n || p[i + k] < lo || p[i + k] > hi) {
-                /* the lead and the continuations so far are one subpart */
+                /* the lead byte and the continuations so far are one subpart */
                 if (fatal)
                     goto fail;
                 i += k;
