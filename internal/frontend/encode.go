@@ -24,6 +24,10 @@ type execOutput struct {
 	DurationMs int64   `json:"durationMs"`
 	Truncated  bool    `json:"truncated"`
 	Reset      bool    `json:"reset,omitempty"`
+	// ResetReason is the code of workspace.ResetReason when Reset.
+	ResetReason string `json:"reset_reason,omitempty"`
+	// Notice is what else the model must know, in sentences.
+	Notice string `json:"notice,omitempty"`
 }
 
 // appendTo writes o as JSON; escapeHTML as encoding/json's option.
@@ -56,6 +60,14 @@ func (o *execOutput) appendTo(b []byte, escapeHTML bool) []byte {
 	b = strconv.AppendBool(b, o.Truncated)
 	if o.Reset {
 		b = append(b, `,"reset":true`...)
+	}
+	if o.ResetReason != "" {
+		b = append(b, `,"reset_reason":`...)
+		b = appendJSONString(b, o.ResetReason, escapeHTML)
+	}
+	if o.Notice != "" {
+		b = append(b, `,"notice":`...)
+		b = appendJSONString(b, o.Notice, escapeHTML)
 	}
 	return append(b, '}')
 }

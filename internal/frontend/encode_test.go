@@ -22,7 +22,8 @@ func TestExecResultEncodesAsTheMapWould(t *testing.T) {
 	v := `<b>&"x"` + "\u2028\x01\xff"
 	for _, out := range []execOutput{
 		{Status: "ok", Workspace: "w", Language: "javascript", DurationMs: 3},
-		{Status: "error", Stdout: "a\nb\t<c>", Stderr: "\u00e9\u2029", Result: &v, Error: "TypeError: x\n    at <eval>", Workspace: "分析", Language: "python", DurationMs: 1204, Truncated: true, Reset: true},
+		{Status: "error", Stdout: "a\nb\t<c>", Stderr: "\u00e9\u2029", Result: &v, Error: "TypeError: x\n    at <eval>", Workspace: "分析", Language: "python", DurationMs: 1204, Truncated: true, Reset: true,
+			ResetReason: "killed", Notice: "Earlier variables are gone <&>."},
 		{Status: "error", Error: "missing argument code"},
 	} {
 		for _, era := range []Era{EraLegacy, EraModern} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,11 +22,19 @@ import (
 //	progress N     → N progress reports, then result "done"
 //	block          → waits until cancelled (reports the interruption)
 //	oom            → status oom
+//	killed         → a timeout whose sandbox was killed: state lost
+//	lost           → ran fine on a fresh interpreter (idle_ttl)
+//	diskfull       → a write failed on the full disk quota
+//	budget         → out of memory because the daemon-wide budget was full
+//
+// Workspaces are the ids runs used; a workspace named "missing" never
+// exists. Checkpoints and forks are remembered.
 type fakeExec struct {
-	mu      sync.Mutex
-	next    int
-	started chan string // receives the workspace of every run that starts (if non-nil)
-	runs    []string
+	mu          sync.Mutex
+	next        int
+	started     chan string // receives the workspace of every run that starts (if non-nil)
+	runs        []string
+	checkpoints map[string][]string // by workspace
 }
 
 func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
@@ -81,15 +90,123 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 	case code == "oom":
 		r.Status = worker.StatusOOM
 		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}
+	case code == "killed":
+		r.Status, r.Reset = worker.StatusTimeout, true
+		r.Error = &worker.GuestError{Type: "InterruptError", Message: "execution timed out; the code did not stop within the interrupt grace and was killed"}
+		return workspace.Outcome{Workspace: ws, Result: r, ResetReason: workspace.ReasonKilled}, nil
+	case code == "lost":
+		r.Status, r.Reset = worker.StatusReset, true
+		return workspace.Outcome{Workspace: ws, Result: r, ResetReason: workspace.ReasonIdleTTL}, nil
+	case code == "diskfull":
+		r.Stderr = "Error: I/O error\n"
+		return workspace.Outcome{Workspace: ws, Result: r, DiskFull: true, DiskQuotaBytes: 1 << 20}, nil
+	case code == "budget":
+		r.Status = worker.StatusOOM
+		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}
+		return workspace.Outcome{Workspace: ws, Result: r, BudgetExceeded: true}, nil
 	}
 	return workspace.Outcome{Workspace: ws, Result: r}, nil
 }
 
-func (f *fakeExec) List(string) []workspace.Info { return nil }
-func (f *fakeExec) Reset(context.Context, string, string, bool) error {
+var errFakeMissing = &workspace.Error{Code: workspace.NotFound, Msg: `workspace "missing" does not exist`}
+
+// List shows every workspace that has checkpoints, live, with fixed
+// figures.
+func (f *fakeExec) List(string) []workspace.Info {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id := range f.checkpoints {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []workspace.Info
+	at := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	for _, id := range ids {
+		in := workspace.Info{ID: id, Languages: []string{"javascript"}, Live: true, LastUsed: at,
+			Interpreters: []workspace.Interpreter{{Language: "javascript", Live: true, MemoryBytes: 3 << 20}},
+			DiskBytes:    4096, MemoryBytes: 3 << 20, StateBytes: 60000}
+		for _, cp := range f.checkpoints[id] {
+			in.Checkpoints = append(in.Checkpoints, workspace.CheckpointInfo{Name: cp, Created: at, Languages: []string{"javascript"}, Bytes: 30000})
+		}
+		out = append(out, in)
+	}
+	return out
+}
+func (f *fakeExec) Reset(_ context.Context, _, id string, _ bool) error {
+	if id == "missing" {
+		return errFakeMissing
+	}
 	return nil
 }
-func (f *fakeExec) Delete(context.Context, string, string) error { return nil }
+func (f *fakeExec) Delete(_ context.Context, _, id string) error {
+	if id == "missing" {
+		return errFakeMissing
+	}
+	return nil
+}
+
+func (f *fakeExec) Checkpoint(_ context.Context, _, id, name string) (string, error) {
+	if id == "missing" {
+		return "", errFakeMissing
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.checkpoints == nil {
+		f.checkpoints = map[string][]string{}
+	}
+	if name == "" {
+		name = fmt.Sprintf("cp-%d", len(f.checkpoints[id])+1)
+	}
+	f.checkpoints[id] = append(f.checkpoints[id], name)
+	return name, nil
+}
+
+func (f *fakeExec) RestoreCheckpoint(_ context.Context, _, id, cp string) error {
+	if id == "missing" {
+		return errFakeMissing
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.checkpoints[id] {
+		if c == cp {
+			return nil
+		}
+	}
+	return &workspace.Error{Code: workspace.NotFound, Msg: fmt.Sprintf("workspace %q has no checkpoint %q", id, cp)}
+}
+
+func (f *fakeExec) Fork(_ context.Context, _, id, newID string) (string, error) {
+	if id == "missing" {
+		return "", errFakeMissing
+	}
+	if newID == "" {
+		f.mu.Lock()
+		f.next++
+		newID = fmt.Sprintf("ws-%d", f.next)
+		f.mu.Unlock()
+	}
+	return newID, nil
+}
+
+// noWorkspaces answers every Executor method but Run as a registry that
+// holds no workspace: for executors that only run.
+type noWorkspaces struct{}
+
+func (noWorkspaces) List(string) []workspace.Info { return nil }
+func (noWorkspaces) Reset(context.Context, string, string, bool) error {
+	return errFakeMissing
+}
+func (noWorkspaces) Delete(context.Context, string, string) error { return errFakeMissing }
+func (noWorkspaces) Checkpoint(context.Context, string, string, string) (string, error) {
+	return "", errFakeMissing
+}
+func (noWorkspaces) RestoreCheckpoint(context.Context, string, string, string) error {
+	return errFakeMissing
+}
+func (noWorkspaces) Fork(context.Context, string, string, string) (string, error) {
+	return "", errFakeMissing
+}
 
 // testOptions are the options of the front-end tests: a loopback
 // listener, a heartbeat longer than any test, the default limits.

@@ -22,6 +22,7 @@ import (
 // onRun when set. Unlike fakeExec it keeps no history, so that allocations
 // per operation stay flat however long a benchmark runs.
 type benchExec struct {
+	noWorkspaces
 	onRun func(ctx context.Context, req workspace.Request)
 }
 
@@ -32,9 +33,6 @@ func (e *benchExec) Run(ctx context.Context, req workspace.Request) (workspace.O
 	v := "2"
 	return workspace.Outcome{Workspace: req.Workspace, Result: worker.Result{Status: worker.StatusOK, Value: &v, Duration: time.Millisecond}}, nil
 }
-func (e *benchExec) List(string) []workspace.Info                      { return nil }
-func (e *benchExec) Reset(context.Context, string, string, bool) error { return nil }
-func (e *benchExec) Delete(context.Context, string, string) error      { return nil }
 
 const (
 	benchModernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`

@@ -27,12 +27,17 @@ import (
 // ServerName identifies execd on the wire.
 const ServerName = "execd"
 
-// Executor runs code in workspaces. *workspace.Manager implements it.
+// Executor runs code in workspaces and keeps them. *workspace.Manager
+// implements it; the methods are documented there. Errors meant for the
+// user are *workspace.Error.
 type Executor interface {
 	Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error)
 	List(principal string) []workspace.Info
 	Reset(ctx context.Context, principal, id string, files bool) error
 	Delete(ctx context.Context, principal, id string) error
+	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
+	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
+	Fork(ctx context.Context, principal, id, newID string) (string, error)
 }
 
 // Options configure a Server. Each field says what its zero value means;

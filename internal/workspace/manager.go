@@ -449,8 +449,6 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if fsys.Refused() > refused {
 		out.DiskFull = true
 		out.DiskQuotaBytes = int64(m.cfg.MaxDiskMiB) << 20
-		// Kept until the front end words Outcome.DiskFull itself.
-		out.Result.Stderr += fmt.Sprintf("\n[execd] the workspace's disk quota (%d MiB) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.\n", m.cfg.MaxDiskMiB)
 	}
 	m.mu.Lock()
 	w.running = false
