@@ -193,6 +193,7 @@ func (m *Manager) RestoreCheckpoint(ctx context.Context, principal, id, checkpoi
 		}
 		m.closeRunners(w.key, m.takeRunners(w))
 		m.forgetFS(w)
+		m.forgetRecent(w.key)
 		if err := swapDirs(w.dir, tmp); err != nil {
 			return stateError("could not restore the checkpoint's files", err)
 		}

@@ -94,6 +94,11 @@ type Outcome struct {
 	// because the workspace's disk quota, DiskQuotaBytes, is used up.
 	DiskFull       bool
 	DiskQuotaBytes int64
+	// Files are the regular files under /workspace the run created or
+	// changed, in the order first changed, at most MaxTouched;
+	// FilesTruncated reports that it changed more.
+	Files          []FileInfo
+	FilesTruncated bool
 }
 
 // key names a workspace: its principal's directory name (principalDir,
@@ -139,7 +144,8 @@ type Manager struct {
 
 	mu       sync.Mutex
 	wss      map[key]*ws
-	live     int // live runners
+	recent   map[string][]FileInfo // by principal directory: files changed lately, newest first
+	live     int                   // live runners
 	closed   bool
 	draining bool
 	drained  chan struct{} // closed by Drain
@@ -189,6 +195,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		slots:       newRunSlots(cfg.MaxConcurrentRuns, cfg.MaxRunsPerPrincipal),
 		start:       time.Now(),
 		wss:         map[key]*ws{},
+		recent:      map[string][]FileInfo{},
 		drained:     make(chan struct{}),
 		idle:        make(chan struct{}),
 		stop:        make(chan struct{}),
@@ -441,7 +448,9 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
+	fsys.Track()
 	res, facts := r.Run(runCtx, req.Code, req.Sink)
+	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
 	out.BudgetExceeded = facts.BudgetExceeded
 	out.Restored = start.restored
@@ -738,6 +747,12 @@ func (m *Manager) dropState(w *ws, why note) {
 // withTurn runs op holding the turn of an existing workspace: one known in
 // memory with runners, or with a directory on disk.
 func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w *ws) error) error {
+	return m.turn(ctx, principal, id, true, op)
+}
+
+// turn runs op holding the turn of the workspace; with mustExist, only of
+// an existing one (NotFound otherwise).
+func (m *Manager) turn(ctx context.Context, principal, id string, mustExist bool, op func(w *ws) error) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
@@ -753,7 +768,7 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 	m.mu.Lock()
 	hasRunners := len(w.runners) > 0
 	m.mu.Unlock()
-	if !hasRunners {
+	if mustExist && !hasRunners {
 		if st, err := os.Stat(w.dir); err != nil || !st.IsDir() {
 			return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q does not exist", id)}
 		}
@@ -775,6 +790,7 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 			return nil
 		}
 		m.forgetFS(w)
+		m.forgetRecent(w.key)
 		if err := os.RemoveAll(w.dir); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
 		}
@@ -806,6 +822,7 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 		m.mu.Lock()
 		w.ready = false
 		m.mu.Unlock()
+		m.forgetRecent(w.key)
 		// The state goes first: files without state read as a workspace
 		// whose state was lost, state without files would come back.
 		if err := os.RemoveAll(w.state); err != nil {
