@@ -111,3 +111,10 @@ func (noCode) RestoreCheckpoint(context.Context, string, string, string) error {
 func (noCode) Fork(context.Context, string, string, string) (string, error) {
 	return "", errNoCode
 }
+func (noCode) ReadFile(context.Context, string, string, string, int64, int64) (workspace.FileData, error) {
+	return workspace.FileData{}, errNoCode
+}
+func (noCode) WriteFile(context.Context, string, string, string, []byte) (workspace.FileInfo, error) {
+	return workspace.FileInfo{}, errNoCode
+}
+func (noCode) RecentFiles(string) []workspace.FileInfo { return nil }

@@ -194,6 +194,15 @@ func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outc
 		notes = append(notes, fmt.Sprintf("The workspace's disk quota (%s) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.", mib(out.DiskQuotaBytes)))
 	}
 	o.Notice = strings.Join(notes, " ")
+	for i, f := range out.Files {
+		if i == maxResultFiles {
+			o.MoreFiles = true
+			break
+		}
+		o.Files = append(o.Files, fileRef{Path: "/workspace/" + f.Path, Size: f.Size, URI: fileURI(out.Workspace, f.Path)})
+	}
+	o.MoreFiles = o.MoreFiles || out.FilesTruncated
+	o.Images = len(r.Images)
 	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself
@@ -207,7 +216,7 @@ func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outc
 			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %s; the head and the tail are kept. Print less, or write large output to a file under /workspace", limit)
 		}
 	}
-	return execResult{out: o, isError: isErr}
+	return execResult{out: o, isError: isErr, images: r.Images}
 }
 
 // mib writes a byte count of whole MiB as "N MiB".

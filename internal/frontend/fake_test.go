@@ -26,6 +26,7 @@ import (
 //	lost           → ran fine on a fresh interpreter (idle_ttl)
 //	diskfull       → a write failed on the full disk quota
 //	budget         → out of memory because the daemon-wide budget was full
+//	write F S      → writes S to the file F and names it in Files
 //
 // Workspaces are the ids runs used; a workspace named "missing" never
 // exists. Checkpoints and forks are remembered.
@@ -35,9 +36,17 @@ type fakeExec struct {
 	started     chan string // receives the workspace of every run that starts (if non-nil)
 	runs        []string
 	checkpoints map[string][]string // by workspace
+	files       []fakeFile          // newest last
+}
+
+type fakeFile struct {
+	principal string
+	workspace.FileInfo
+	data []byte
 }
 
 func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
+	f0 := f
 	ws := req.Workspace
 	f.mu.Lock()
 	if ws == "" {
@@ -100,6 +109,13 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 	case code == "diskfull":
 		r.Stderr = "Error: I/O error\n"
 		return workspace.Outcome{Workspace: ws, Result: r, DiskFull: true, DiskQuotaBytes: 1 << 20}, nil
+	case strings.HasPrefix(code, "write "):
+		f := strings.SplitN(code, " ", 3)
+		info, err := f0.WriteFile(ctx, req.Principal, ws, f[1], []byte(f[2]))
+		if err != nil {
+			return workspace.Outcome{}, err
+		}
+		return workspace.Outcome{Workspace: ws, Result: r, Files: []workspace.FileInfo{info}}, nil
 	case code == "budget":
 		r.Status = worker.StatusOOM
 		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}
@@ -121,7 +137,7 @@ func (f *fakeExec) List(string) []workspace.Info {
 	}
 	sort.Strings(ids)
 	var out []workspace.Info
-	at := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	at := fakeTime
 	for _, id := range ids {
 		in := workspace.Info{ID: id, Languages: []string{"javascript"}, Live: true, LastUsed: at,
 			Interpreters: []workspace.Interpreter{{Language: "javascript", Live: true, MemoryBytes: 3 << 20}},
@@ -189,6 +205,63 @@ func (f *fakeExec) Fork(_ context.Context, _, id, newID string) (string, error) 
 	return newID, nil
 }
 
+var fakeTime = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+
+func (f *fakeExec) WriteFile(_ context.Context, principal, id, p string, data []byte) (workspace.FileInfo, error) {
+	rel, err := workspace.CleanPath(p)
+	if err != nil {
+		return workspace.FileInfo{}, err
+	}
+	if id == "missing" {
+		return workspace.FileInfo{}, errFakeMissing
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := workspace.FileInfo{Workspace: id, Path: rel, Size: int64(len(data)), Modified: fakeTime}
+	kept := f.files[:0]
+	for _, ff := range f.files {
+		if ff.principal != principal || ff.Workspace != id || ff.Path != rel {
+			kept = append(kept, ff)
+		}
+	}
+	f.files = append(kept, fakeFile{principal: principal, FileInfo: info, data: data})
+	return info, nil
+}
+
+func (f *fakeExec) ReadFile(_ context.Context, principal, id, p string, offset, length int64) (workspace.FileData, error) {
+	rel, err := workspace.CleanPath(p)
+	if err != nil {
+		return workspace.FileData{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ff := range f.files {
+		if ff.principal == principal && ff.Workspace == id && ff.Path == rel {
+			d := workspace.FileData{FileInfo: ff.FileInfo, Offset: offset}
+			if offset < int64(len(ff.data)) {
+				d.Data = ff.data[offset:min(int64(len(ff.data)), offset+length)]
+			}
+			return d, nil
+		}
+	}
+	if id == "missing" {
+		return workspace.FileData{}, errFakeMissing
+	}
+	return workspace.FileData{}, &workspace.Error{Code: workspace.FileNotFound, Msg: "no file " + rel + " in the workspace"}
+}
+
+func (f *fakeExec) RecentFiles(principal string) []workspace.FileInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []workspace.FileInfo
+	for i := len(f.files) - 1; i >= 0; i-- {
+		if f.files[i].principal == principal {
+			out = append(out, f.files[i].FileInfo)
+		}
+	}
+	return out
+}
+
 // noWorkspaces answers every Executor method but Run as a registry that
 // holds no workspace: for executors that only run.
 type noWorkspaces struct{}
@@ -207,6 +280,13 @@ func (noWorkspaces) RestoreCheckpoint(context.Context, string, string, string) e
 func (noWorkspaces) Fork(context.Context, string, string, string) (string, error) {
 	return "", errFakeMissing
 }
+func (noWorkspaces) ReadFile(context.Context, string, string, string, int64, int64) (workspace.FileData, error) {
+	return workspace.FileData{}, errFakeMissing
+}
+func (noWorkspaces) WriteFile(context.Context, string, string, string, []byte) (workspace.FileInfo, error) {
+	return workspace.FileInfo{}, errFakeMissing
+}
+func (noWorkspaces) RecentFiles(string) []workspace.FileInfo { return nil }
 
 // testOptions are the options of the front-end tests: a loopback
 // listener, a heartbeat longer than any test, the default limits.

@@ -246,3 +246,96 @@ func TestCheckpointRestoreForkThroughTheTools(t *testing.T) {
 }
 
 
+
+// rpc sends one request of the client's era (modern without a session)
+// and returns the response.
+func (c *client) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
+	c.t.Helper()
+	if hdr == nil {
+		hdr = map[string]string{}
+	}
+	if c.session == "" {
+		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+		hdr["MCP-Protocol-Version"] = "2026-07-28"
+		hdr["Mcp-Method"] = method
+		if uri, ok := params["uri"].(string); ok {
+			hdr["Mcp-Name"] = uri
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	resp := c.post(context.Background(), string(body), hdr)
+	defer resp.Body.Close()
+	var msg map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
+		c.t.Fatalf("%s: %v", method, err)
+	}
+	return msg
+}
+
+// With auth, principal B can neither read A's files as resources (by
+// guessing the URI), nor see them listed, nor read them with read_file;
+// paths that leave the workspace are refused through every door.
+func TestWorkspaceFilesBelongToTheirPrincipal(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "modern", true: "legacy"}[legacy], func(t *testing.T) {
+			alice, bob := newRegistryServer(t)
+			if legacy {
+				alice.initialize()
+				bob.initialize()
+			}
+			sc, isErr := alice.run("a", "write report.txt alice's-secret")
+			files, _ := sc["files"].([]any)
+			if isErr || len(files) != 1 || files[0].(map[string]any)["uri"] != "workspace://a/report.txt" {
+				t.Fatalf("alice's run: %v", sc)
+			}
+			read := alice.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
+			if b, _ := json.Marshal(read); !strings.Contains(string(b), "alice's-secret") {
+				t.Fatalf("alice reads her file: %s", b)
+			}
+			if b, _ := json.Marshal(alice.rpc("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), "workspace://a/report.txt") {
+				t.Fatalf("alice's resources/list: %s", b)
+			}
+
+			got := bob.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
+			wantCode := float64(codeResourceNotFound)
+			if !legacy {
+				wantCode = -32602
+			}
+			if e, _ := got["error"].(map[string]any); e == nil || e["code"] != wantCode {
+				t.Fatalf("bob reading alice's URI: %v", got)
+			}
+			if b, _ := json.Marshal(bob.rpc("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "report.txt") {
+				t.Fatalf("bob's resources/list shows alice's file: %s", b)
+			}
+			if sc, isErr := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); !isErr || strings.Contains(fmt.Sprint(sc), "secret") {
+				t.Fatalf("bob's read_file of alice's file: %v", sc)
+			}
+			// Bob's write to his own "a" does not reach alice's.
+			if sc, isErr := bob.tool("write_file", map[string]any{"workspace": "a", "path": "report.txt", "content": "bob's"}); isErr {
+				t.Fatalf("bob's write_file: %v", sc)
+			}
+			if sc, _ := alice.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "alice's-secret" {
+				t.Fatalf("alice's file after bob's write: %v", sc)
+			}
+
+			for _, uri := range []string{"workspace://a/..%2F..%2Fbob%2Fa%2Freport.txt", "workspace://a/%2E%2E/x", "workspace://../etc/passwd"} {
+				got := alice.rpc("resources/read", map[string]any{"uri": uri}, nil)
+				e, _ := got["error"].(map[string]any)
+				if e == nil || e["code"] != float64(-32602) {
+					t.Errorf("resources/read %s: %v", uri, got)
+				}
+			}
+			for _, p := range []string{"../bob/a/report.txt", "/workspace/../../bob/a/report.txt", "/etc/passwd"} {
+				if sc, isErr := alice.tool("read_file", map[string]any{"workspace": "a", "path": p}); !isErr || sc["content"] != nil {
+					t.Errorf("read_file %s: %v", p, sc)
+				}
+				if sc, isErr := alice.tool("write_file", map[string]any{"workspace": "a", "path": p, "content": "x"}); !isErr {
+					t.Errorf("write_file %s: %v", p, sc)
+				}
+			}
+			if sc, _ := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "bob's" {
+				t.Fatalf("bob's file after alice's attempts: %v", sc)
+			}
+		})
+	}
+}

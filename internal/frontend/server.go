@@ -38,6 +38,9 @@ type Executor interface {
 	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
 	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
 	Fork(ctx context.Context, principal, id, newID string) (string, error)
+	ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (workspace.FileData, error)
+	WriteFile(ctx context.Context, principal, id, path string, data []byte) (workspace.FileInfo, error)
+	RecentFiles(principal string) []workspace.FileInfo
 }
 
 // Options configure a Server. Each field says what its zero value means;
@@ -277,12 +280,10 @@ func (s *Server) serverInfo() map[string]string {
 }
 
 func (s *Server) capabilities() map[string]any {
-	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{},
+		"resources": map[string]any{"listChanged": false, "subscribe": false}}
 	if s.feat.prompts != nil {
 		caps["prompts"] = map[string]any{"listChanged": false}
-	}
-	if s.feat.resources != nil {
-		caps["resources"] = map[string]any{"listChanged": false, "subscribe": false}
 	}
 	if s.feat.completions {
 		caps["completions"] = map[string]any{}

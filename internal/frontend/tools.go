@@ -63,7 +63,7 @@ func newToolSet(s *Server) *toolSet {
 	// execute_code first: clients (and the conformance header scenarios)
 	// call the first listed tool.
 	for _, t := range []*tool{s.executeCodeTool(), s.listWorkspacesTool(), s.resetWorkspaceTool(), s.deleteWorkspaceTool(),
-		s.checkpointWorkspaceTool(), s.restoreWorkspaceTool(), s.forkWorkspaceTool()} {
+		s.checkpointWorkspaceTool(), s.restoreWorkspaceTool(), s.forkWorkspaceTool(), s.readFileTool(), s.writeFileTool()} {
 		_ = ts.add(t)
 	}
 	return ts
