@@ -245,8 +245,6 @@ func TestCheckpointRestoreForkThroughTheTools(t *testing.T) {
 	}
 }
 
-
-
 // rpc sends one request of the client's era (modern without a session)
 // and returns the response.
 func (c *client) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
