@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"execd/internal/jsonrpc"
+	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
@@ -85,7 +86,7 @@ func parseFileURI(uri string) (ws, p string, ok bool, err error) {
 // nil), then from its name; a fixed table, so that the answer does not
 // depend on the host's mime.types.
 func mimeOf(name string, head []byte) string {
-	if m := imageMIME(head); m != "" {
+	if m := worker.ImageType(head); m != "" {
 		return m
 	}
 	if t, ok := mimeTypes[strings.ToLower(path.Ext(name))]; ok {
@@ -104,22 +105,6 @@ var mimeTypes = map[string]string{
 	".log": "text/plain", ".sql": "application/sql", ".svg": "image/svg+xml", ".pdf": "application/pdf", ".zip": "application/zip",
 	".gz": "application/gzip", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
 	".sqlite": "application/vnd.sqlite3", ".db": "application/vnd.sqlite3", ".wasm": "application/wasm",
-}
-
-// imageMIME recognises the image formats clients show by their magic
-// numbers.
-func imageMIME(b []byte) string {
-	switch {
-	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
-		return "image/png"
-	case len(b) >= 3 && string(b[:3]) == "\xff\xd8\xff":
-		return "image/jpeg"
-	case len(b) >= 6 && (string(b[:6]) == "GIF87a" || string(b[:6]) == "GIF89a"):
-		return "image/gif"
-	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
-		return "image/webp"
-	}
-	return ""
 }
 
 // isText reports UTF-8 without NUL bytes.

@@ -65,7 +65,7 @@ type varsRunner struct {
 	vars map[string]string
 }
 
-func (r *varsRunner) Run(_ context.Context, code string, _ worker.ProgressSink) (worker.Result, workspace.Facts) {
+func (r *varsRunner) Run(_ context.Context, code string, _ worker.RunOptions) (worker.Result, workspace.Facts) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := worker.Result{Status: worker.StatusOK}

@@ -25,7 +25,7 @@ func TestMemoryBudget(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			w := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w, stateCode[lang].set, StatusOK)
-			r := w.Run(context.Background(), bombCode[lang], nil)
+			r := w.Run(context.Background(), bombCode[lang], RunOptions{})
 			if r.Status != StatusOOM || !r.BudgetExceeded || r.Reset {
 				t.Fatalf("bomb under a 64 MiB budget: %s (budget exceeded %v)", describe(r), r.BudgetExceeded)
 			}

@@ -9,8 +9,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
+
+	"execd/internal/worker"
 )
 
 func TestTrackRecordsWhatChanged(t *testing.T) {
@@ -181,5 +184,62 @@ func TestRunNamesTheFilesItChanged(t *testing.T) {
 	}
 	if want := []string{"w/a.txt"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a delete and a removal: %q; want %q", got, want)
+	}
+}
+
+// askOnce answers one input() after being told to, and reports each
+// question.
+type askOnce struct {
+	asked  chan string
+	answer chan string
+}
+
+func (a *askOnce) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	a.asked <- prompt
+	select {
+	case s := <-a.answer:
+		return worker.InputAnswer{Status: worker.InputOK, Text: s}
+	case <-ctx.Done():
+		return worker.InputAnswer{Status: worker.InputEOF}
+	}
+}
+
+// A run waiting for a person gives its run slot back, keeps its
+// workspace's turn, and takes a slot again to go on.
+func TestWaitingForInputFreesTheRunSlot(t *testing.T) {
+	m := newTestManager(t, Config{MaxConcurrentRuns: 1, MaxRunsPerPrincipal: 1}, newFakeFactory())
+	in := &askOnce{asked: make(chan string, 1), answer: make(chan string, 1)}
+	done := make(chan Outcome, 1)
+	go func() {
+		out, _ := m.Run(context.Background(), Request{Principal: "p", Workspace: "a", Language: "javascript", Code: "ask name?", Input: in})
+		done <- out
+	}()
+	if q := <-in.asked; q != "name?" {
+		t.Fatalf("asked %q", q)
+	}
+	// The only slot is free for another workspace of the same principal.
+	if out := run(t, m, "p", "b", "set x 1"); out.Result.Status != worker.StatusOK {
+		t.Fatalf("another workspace while one waits for input: %+v", out.Result)
+	}
+	// The waiting workspace's turn is held: a call to it waits.
+	queued := make(chan Outcome, 1)
+	go func() { queued <- run(t, m, "p", "a", "set y 2") }()
+	select {
+	case out := <-queued:
+		t.Fatalf("a call to the waiting workspace ran: %+v", out.Result)
+	case <-time.After(50 * time.Millisecond):
+	}
+	in.answer <- "Ada"
+	if out := <-done; out.Result.Status != worker.StatusOK || *out.Result.Value != "Ada" {
+		t.Fatalf("the answered run: %+v", out.Result)
+	}
+	if out := <-queued; out.Result.Status != worker.StatusOK {
+		t.Fatalf("the call queued behind it: %+v", out.Result)
+	}
+	m.slots.mu.Lock()
+	used := m.slots.used
+	m.slots.mu.Unlock()
+	if used != 0 {
+		t.Fatalf("slots in use after every run ended: %d", used)
 	}
 }

@@ -69,8 +69,13 @@ type Request struct {
 	Language  string // a language of the Factory or an alias ("js", "py")
 	Code      string
 	Sink      worker.ProgressSink // may be nil
+	// Input answers the code's input(); nil: nobody can answer. While the
+	// code waits for it the run gives its run slot back (it keeps the
+	// workspace's turn).
+	Input worker.InputSource
 	// Timeout bounds the run itself, not the wait for the workspace's
-	// earlier calls or for a run slot. Zero means none.
+	// earlier calls or for a run slot, nor the code's waits for Input.
+	// Zero means none.
 	Timeout time.Duration
 }
 
@@ -426,7 +431,8 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err := m.slots.acquire(ctx, w.key.pdir, q, m.drained); err != nil {
 		return err
 	}
-	defer m.slots.release(w.key.pdir)
+	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
+	defer slot.end()
 
 	fsys, err := m.prepare(w)
 	if err != nil {
@@ -442,14 +448,12 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	w.lastUsed = time.Now()
 	m.mu.Unlock()
 
-	runCtx := ctx
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
+	opts := worker.RunOptions{Sink: req.Sink, Timeout: req.Timeout}
+	if req.Input != nil {
+		opts.Input = slot
 	}
 	fsys.Track()
-	res, facts := r.Run(runCtx, req.Code, req.Sink)
+	res, facts := r.Run(ctx, req.Code, opts)
 	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
 	out.BudgetExceeded = facts.BudgetExceeded
@@ -464,6 +468,57 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	w.lastUsed = time.Now()
 	m.mu.Unlock()
 	return nil
+}
+
+// heldSlot is a run's slot, given back while the code waits for input:
+// a person answering a question must not keep other workspaces from
+// running. It is the run's InputSource, wrapping the caller's.
+type heldSlot struct {
+	slots     *runSlots
+	principal string
+	in        worker.InputSource
+
+	mu   sync.Mutex
+	held bool
+	done bool // the run is over: the slot is not taken again
+}
+
+func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	h.release()
+	ans := h.in.Input(ctx, prompt)
+	if ctx.Err() != nil {
+		return ans // the run is being stopped: it ends without its slot
+	}
+	// A draining daemon still lets a running call go on: no drained.
+	if h.slots.acquire(ctx, h.principal, &queued{}, nil) == nil {
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			h.slots.release(h.principal)
+			return ans
+		}
+		h.held = true
+		h.mu.Unlock()
+	}
+	return ans
+}
+
+func (h *heldSlot) release() {
+	h.mu.Lock()
+	held := h.held
+	h.held = false
+	h.mu.Unlock()
+	if held {
+		h.slots.release(h.principal)
+	}
+}
+
+// end gives the slot back at the end of the run, for good.
+func (h *heldSlot) end() {
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+	h.release()
 }
 
 // prepare makes sure the workspace's directories exist and its file system
