@@ -106,13 +106,32 @@ func (s *Server) executeCode(ctx context.Context, c *Call, args arguments) (any,
 	if bad != nil {
 		return *bad, nil
 	}
+	if c.era == EraModern {
+		rt, jerr := c.Retry(execOwner)
+		if jerr != nil {
+			return nil, jerr
+		}
+		if rt.State != nil {
+			return s.resume(ctx, c, a, rt) // the answer to the code's input()
+		}
+	}
 	rep := c.reporter()
 	defer rep.Stop()
 	rep.Start("accepted " + a.language + " code")
+	if c.era == EraModern && c.canElicit() {
+		// The code may ask for input: the run must outlive this request
+		// (ask.go).
+		r, a := s.startRun(c, a)
+		return s.follow(ctx, c, a, r, rep)
+	}
+	var in worker.InputSource = noInput{}
+	if c.era == EraLegacy {
+		in = streamInput{c}
+	}
 	// The timeout bounds the run, not the wait for a busy workspace or a
 	// run slot: a queued call can still be cancelled by its client.
 	out, err := s.exec.Run(ctx, workspace.Request{
-		Principal: c.principal, Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Timeout: a.timeout,
+		Principal: c.principal, Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: in, Timeout: a.timeout,
 	})
 	rep.Flush()
 	rep.Stop()

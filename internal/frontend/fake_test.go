@@ -27,6 +27,8 @@ import (
 //	diskfull       → a write failed on the full disk quota
 //	budget         → out of memory because the daemon-wide budget was full
 //	write F S      → writes S to the file F and names it in Files
+//	ask P          → asks the run's Input with the prompt P: the answer as
+//	                 result, or EOFError saying why there is none
 //
 // Workspaces are the ids runs used; a workspace named "missing" never
 // exists. Checkpoints and forks are remembered.
@@ -116,6 +118,26 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 			return workspace.Outcome{}, err
 		}
 		return workspace.Outcome{Workspace: ws, Result: r, Files: []workspace.FileInfo{info}}, nil
+	case strings.HasPrefix(code, "ask "):
+		if req.Input == nil {
+			r.Status, r.Error = worker.StatusError, &worker.GuestError{Type: "EOFError", Message: "no input source"}
+			break
+		}
+		ans := req.Input.Input(ctx, strings.TrimPrefix(code, "ask "))
+		switch {
+		case ctx.Err() != nil:
+			r.Status, r.Error = worker.StatusInterrupted, &worker.GuestError{Type: "KeyboardInterrupt", Message: "interrupted"}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				r.Status = worker.StatusTimeout
+			}
+		case ans.Status == worker.InputOK:
+			r.Value = str(fmt.Sprintf("%q", ans.Text))
+		default:
+			r.Status = worker.StatusError
+			r.Error = &worker.GuestError{Type: "EOFError", Message: map[worker.InputStatus]string{
+				worker.InputEOF: "the person gave no answer", worker.InputNoClient: "the client cannot answer",
+				worker.InputTimedOut: "nobody answered in time"}[ans.Status]}
+		}
 	case code == "budget":
 		r.Status = worker.StatusOOM
 		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}

@@ -90,6 +90,10 @@ type Options struct {
 	// SessionIdleTTL ends a legacy session idle this long (no call in
 	// flight). Zero means sessions never expire.
 	SessionIdleTTL time.Duration
+	// InputTimeout is how long the code's input() waits for the person's
+	// answer, and how long an input_required round's requestState stays
+	// valid. Zero means 5 minutes.
+	InputTimeout time.Duration
 
 	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
 	// Zero means no bound.
@@ -133,6 +137,7 @@ type Server struct {
 	sessions *sessionStore
 	inflight *inflight
 	pending  *pendingRequests
+	paused   *pausedRuns
 	auth     *authenticator
 	streams  *streamGauge
 
@@ -173,6 +178,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
+	if opts.InputTimeout <= 0 {
+		opts.InputTimeout = 5 * time.Minute
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -193,6 +201,7 @@ func New(opts Options) (*Server, error) {
 		sessions:  newSessionStore(opts.SessionIdleTTL),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
+		paused:    newPausedRuns(),
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
 		stateKey:  key,
@@ -250,6 +259,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.cancelRun(errShutdown)
+	s.paused.closeAll()
 	s.sessions.closeAll()
 }
 

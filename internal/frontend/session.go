@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func newSessionStore(ttl time.Duration) *sessionStore {
 }
 
 // create mints a session with a random 128-bit hex id.
-func (st *sessionStore) create(principal, version string) *session {
+func (st *sessionStore) create(principal, version string, caps json.RawMessage) *session {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -60,6 +61,7 @@ func (st *sessionStore) create(principal, version string) *session {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	id := hex.EncodeToString(b[:])
 	s := &session{id: id, principal: principal, version: version, peer: newPeer("s:" + id), ctx: ctx, cancel: cancel}
+	s.peer.setCapabilities(caps)
 	s.touch()
 	st.mu.Lock()
 	st.m[s.id] = s

@@ -49,7 +49,7 @@ type Config struct {
 	// InterruptGrace is how long a run may take to honour the soft
 	// interrupt before the hard kill; 0 means 2s.
 	InterruptGrace time.Duration
-	// MaxImageBytes caps each image a run shows (show()); 0 means 4 MiB.
+	// MaxImageBytes caps each image a run shows (show()); 0 means 2 MiB.
 	MaxImageBytes int
 	// MaxImages caps the images one run shows; 0 means 8.
 	MaxImages int
@@ -65,7 +65,7 @@ const (
 	minTotalMemoryMiB     = 64
 	defaultMaxOutput      = 64 << 10
 	defaultGrace          = 2 * time.Second
-	defaultMaxImageBytes  = 4 << 20
+	defaultMaxImageBytes  = 2 << 20
 	defaultMaxImages      = 8
 	// killWait bounds the wait for a strictly terminated call to unwind.
 	killWait = time.Second
