@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -242,4 +243,30 @@ func TestWaitingForInputFreesTheRunSlot(t *testing.T) {
 	if used != 0 {
 		t.Fatalf("slots in use after every run ended: %d", used)
 	}
+}
+
+// A cleaned path always stays below the workspace's directory.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"a.txt", "/workspace/a/b", "../x", "/workspace/../x", "a/../../b", "./.", "/", "a\x00b", "//workspace//x", "é/ü.txt"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, err := CleanPath(p)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPath) {
+				t.Fatalf("CleanPath(%q): %v is not InvalidPath", p, err)
+			}
+			return
+		}
+		if c == "." || !fs.ValidPath(c) || strings.HasPrefix(c, "/") {
+			t.Fatalf("CleanPath(%q) = %q", p, c)
+		}
+		root := "/data/p/w"
+		if j := filepath.Join(root, c); !strings.HasPrefix(j, root+"/") {
+			t.Fatalf("CleanPath(%q) = %q leaves the root: %s", p, c, j)
+		}
+		if again, err := CleanPath(c); err != nil || again != c {
+			t.Fatalf("CleanPath(CleanPath(%q)) = %q, %v; want %q", p, again, err, c)
+		}
+	})
 }
