@@ -2,15 +2,48 @@
 # Embedded into python.wasm by build-python.sh and run once by glue.c's
 # execd_init; glue.c calls run_cell(source) per cell and reseed() in a clone
 # of a memory image. Imports here are builtin or frozen only (start-up
-# time); traceback is imported on the first error. The names of builtins
+# time), but for traceback and linecache, which reporting an error needs:
+# imported on the first error, after a memory bomb, they would stay in the
+# middle of the freed heap and split it (the largest allocation possible
+# afterwards fell from 30 to 15 MiB of a 40 MiB cap). The names of builtins
 # used here come from a copy glue.c made before any cell ran.
 import _ast
 import _io
 import builtins
+import linecache
 import os
 import sys
+import traceback
 
 import execd
+
+
+def show(x):
+    """show(x): attach an image to the call's result. x is a path (read
+    here), the bytes of a PNG, JPEG, GIF or WebP image, or an object with
+    _repr_png_() (as IPython displays it)."""
+    if isinstance(x, (str, os.PathLike)):
+        with open(x, "rb") as f:
+            x = f.read()
+    elif not isinstance(x, (bytes, bytearray, memoryview)) and hasattr(x, "_repr_png_"):
+        x = x._repr_png_()
+    execd._show(x)
+
+
+def _input(prompt=""):
+    """input(prompt): ask the person through the MCP client and return the
+    answer; EOFError when they decline, when the client cannot ask, or when
+    nobody answers in time. The prompt is also written to stdout, as input()
+    does without a terminal."""
+    prompt = str(prompt)
+    if prompt:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+    return execd._input(prompt)
+
+
+execd.show = show
+builtins.input = _input
 
 # Relative paths in the code mean the workspace, when there is one.
 try:
@@ -124,9 +157,6 @@ def _describe(exc):
         tb = tb.tb_next
     undo = []
     try:
-        import linecache
-        import traceback
-
         for name, src in _cells.items():
             linecache.cache[name] = (len(src), None, src.splitlines(True), name)
         omitted, u = _cut(tb)
