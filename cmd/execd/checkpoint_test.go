@@ -23,6 +23,25 @@ func (c *mcp) tool(name string, args map[string]any) (map[string]any, bool) {
 	return sc, isErr
 }
 
+// answer waits for the response to id, skipping other lines.
+func (p *stdioProc) answer(t *testing.T, id int) map[string]any {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case m, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("stdout closed\n%s", p.logs())
+			}
+			if got, _ := m["id"].(float64); int(got) == id && m["method"] == nil {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("no answer to id %d\n%s", id, p.logs())
+		}
+	}
+}
+
 func TestCheckpointRestoreForkWithTheRealGuests(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
@@ -120,23 +139,7 @@ func TestCheckpointsBelongToTheirPrincipal(t *testing.T) {
 func TestCheckpointOverStdio(t *testing.T) {
 	toml := fmt.Sprintf("[workspace]\ndata_dir = %q\n", t.TempDir())
 	p := startStdio(t, toml)
-	answer := func(id int) map[string]any {
-		t.Helper()
-		timeout := time.After(60 * time.Second)
-		for {
-			select {
-			case m, ok := <-p.lines:
-				if !ok {
-					t.Fatalf("stdout closed\n%s", p.logs())
-				}
-				if got, _ := m["id"].(float64); int(got) == id && m["method"] == nil {
-					return m
-				}
-			case <-timeout:
-				t.Fatalf("no answer to id %d\n%s", id, p.logs())
-			}
-		}
-	}
+	answer := func(id int) map[string]any { return p.answer(t, id) }
 	call := func(id int, name string, args map[string]any) map[string]any {
 		t.Helper()
 		p.send(t, map[string]any{"id": id, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})

@@ -129,6 +129,21 @@ func newRegistryServer(t *testing.T) (alice, bob *client) {
 	return &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}, &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb"}
 }
 
+// inBothEras runs f once per era, each time with alice and bob on a new
+// server over a real registry.
+func inBothEras(t *testing.T, f func(t *testing.T, alice, bob *client, legacy bool)) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "modern", true: "legacy"}[legacy], func(t *testing.T) {
+			alice, bob := newRegistryServer(t)
+			if legacy {
+				alice.initialize()
+				bob.initialize()
+			}
+			f(t, alice, bob, legacy)
+		})
+	}
+}
+
 // tool calls a tool in the client's era (modern when it has no session)
 // and returns the structured content (or the JSON of the text block) and
 // isError.
@@ -177,72 +192,65 @@ func (c *client) run(ws, code string) (map[string]any, bool) {
 // registry: the state comes back, the fork is a copy, list_workspaces shows
 // them; and another principal can neither restore, fork nor list them.
 func TestCheckpointRestoreForkThroughTheTools(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
-		t.Run(map[bool]string{false: "modern", true: "legacy"}[legacy], func(t *testing.T) {
-			alice, bob := newRegistryServer(t)
-			if legacy {
-				alice.initialize()
-				bob.initialize()
+	inBothEras(t, func(t *testing.T, alice, bob *client, legacy bool) {
+		if sc, isErr := alice.run("a", "set x before"); isErr {
+			t.Fatalf("set: %v", sc)
+		}
+		sc, isErr := alice.tool("checkpoint_workspace", map[string]any{"workspace": "a"})
+		if isErr || sc["checkpoint"] != "cp-1" || sc["workspace"] != "a" {
+			t.Fatalf("checkpoint: %v", sc)
+		}
+		alice.run("a", "set x after")
+		if sc, isErr := alice.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); isErr {
+			t.Fatalf("restore: %v", sc)
+		}
+		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" || sc["status"] != "ok" {
+			t.Fatalf("after restore: %v", sc)
+		}
+		sc, isErr = alice.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "b"})
+		if isErr || sc["workspace"] != "b" {
+			t.Fatalf("fork: %v", sc)
+		}
+		alice.run("b", "set x forked")
+		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
+			t.Fatalf("the fork changed its source: %v", sc)
+		}
+		if sc, _ := alice.run("b", "get x"); sc["result"] != "forked" {
+			t.Fatalf("the fork: %v", sc)
+		}
+		list, _ := alice.tool("list_workspaces", map[string]any{})
+		var a map[string]any
+		for _, e := range list["workspaces"].([]any) {
+			if e.(map[string]any)["workspace"] == "a" {
+				a = e.(map[string]any)
 			}
-			if sc, isErr := alice.run("a", "set x before"); isErr {
-				t.Fatalf("set: %v", sc)
-			}
-			sc, isErr := alice.tool("checkpoint_workspace", map[string]any{"workspace": "a"})
-			if isErr || sc["checkpoint"] != "cp-1" || sc["workspace"] != "a" {
-				t.Fatalf("checkpoint: %v", sc)
-			}
-			alice.run("a", "set x after")
-			if sc, isErr := alice.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); isErr {
-				t.Fatalf("restore: %v", sc)
-			}
-			if sc, _ := alice.run("a", "get x"); sc["result"] != "before" || sc["status"] != "ok" {
-				t.Fatalf("after restore: %v", sc)
-			}
-			sc, isErr = alice.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "b"})
-			if isErr || sc["workspace"] != "b" {
-				t.Fatalf("fork: %v", sc)
-			}
-			alice.run("b", "set x forked")
-			if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
-				t.Fatalf("the fork changed its source: %v", sc)
-			}
-			if sc, _ := alice.run("b", "get x"); sc["result"] != "forked" {
-				t.Fatalf("the fork: %v", sc)
-			}
-			list, _ := alice.tool("list_workspaces", map[string]any{})
-			var a map[string]any
-			for _, e := range list["workspaces"].([]any) {
-				if e.(map[string]any)["workspace"] == "a" {
-					a = e.(map[string]any)
-				}
-			}
-			if a == nil || a["live"] != true || len(a["checkpoints"].([]any)) != 1 || a["memoryBytes"].(float64) <= 0 || a["diskBytes"] == nil {
-				t.Fatalf("alice's list: %v", list)
-			}
+		}
+		if a == nil || a["live"] != true || len(a["checkpoints"].([]any)) != 1 || a["memoryBytes"].(float64) <= 0 || a["diskBytes"] == nil {
+			t.Fatalf("alice's list: %v", list)
+		}
 
-			// Bob, naming alice's workspace and checkpoint.
-			if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr {
-				t.Fatalf("bob restored alice's checkpoint: %v", sc)
-			}
-			if sc, isErr := bob.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "stolen"}); !isErr {
-				t.Fatalf("bob forked alice's workspace: %v", sc)
-			}
-			if sc, isErr := bob.tool("checkpoint_workspace", map[string]any{"workspace": "a"}); !isErr {
-				t.Fatalf("bob checkpointed alice's workspace: %v", sc)
-			}
-			if list, _ := bob.tool("list_workspaces", map[string]any{}); len(list["workspaces"].([]any)) != 0 {
-				t.Fatalf("bob lists alice's workspaces: %v", list)
-			}
-			// Bob's own workspace of the same name is his alone.
-			bob.run("a", "set x bob")
-			if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
-				t.Fatalf("bob's workspace a reached alice's: %v", sc)
-			}
-			if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "no checkpoint") {
-				t.Fatalf("bob restoring a checkpoint of his own workspace that only alice's has: %v", sc)
-			}
-		})
-	}
+		// Bob, naming alice's workspace and checkpoint.
+		if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr {
+			t.Fatalf("bob restored alice's checkpoint: %v", sc)
+		}
+		if sc, isErr := bob.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "stolen"}); !isErr {
+			t.Fatalf("bob forked alice's workspace: %v", sc)
+		}
+		if sc, isErr := bob.tool("checkpoint_workspace", map[string]any{"workspace": "a"}); !isErr {
+			t.Fatalf("bob checkpointed alice's workspace: %v", sc)
+		}
+		if list, _ := bob.tool("list_workspaces", map[string]any{}); len(list["workspaces"].([]any)) != 0 {
+			t.Fatalf("bob lists alice's workspaces: %v", list)
+		}
+		// Bob's own workspace of the same name is his alone.
+		bob.run("a", "set x bob")
+		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
+			t.Fatalf("bob's workspace a reached alice's: %v", sc)
+		}
+		if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "no checkpoint") {
+			t.Fatalf("bob restoring a checkpoint of his own workspace that only alice's has: %v", sc)
+		}
+	})
 }
 
 // rpc sends one request of the client's era (modern without a session)
@@ -274,66 +282,59 @@ func (c *client) rpc(method string, params map[string]any, hdr map[string]string
 // guessing the URI), nor see them listed, nor read them with read_file;
 // paths that leave the workspace are refused through every door.
 func TestWorkspaceFilesBelongToTheirPrincipal(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
-		t.Run(map[bool]string{false: "modern", true: "legacy"}[legacy], func(t *testing.T) {
-			alice, bob := newRegistryServer(t)
-			if legacy {
-				alice.initialize()
-				bob.initialize()
-			}
-			sc, isErr := alice.run("a", "write report.txt alice's-secret")
-			files, _ := sc["files"].([]any)
-			if isErr || len(files) != 1 || files[0].(map[string]any)["uri"] != "workspace://a/report.txt" {
-				t.Fatalf("alice's run: %v", sc)
-			}
-			read := alice.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
-			if b, _ := json.Marshal(read); !strings.Contains(string(b), "alice's-secret") {
-				t.Fatalf("alice reads her file: %s", b)
-			}
-			if b, _ := json.Marshal(alice.rpc("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), "workspace://a/report.txt") {
-				t.Fatalf("alice's resources/list: %s", b)
-			}
+	inBothEras(t, func(t *testing.T, alice, bob *client, legacy bool) {
+		sc, isErr := alice.run("a", "write report.txt alice's-secret")
+		files, _ := sc["files"].([]any)
+		if isErr || len(files) != 1 || files[0].(map[string]any)["uri"] != "workspace://a/report.txt" {
+			t.Fatalf("alice's run: %v", sc)
+		}
+		read := alice.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
+		if b, _ := json.Marshal(read); !strings.Contains(string(b), "alice's-secret") {
+			t.Fatalf("alice reads her file: %s", b)
+		}
+		if b, _ := json.Marshal(alice.rpc("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), "workspace://a/report.txt") {
+			t.Fatalf("alice's resources/list: %s", b)
+		}
 
-			got := bob.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
-			wantCode := float64(codeResourceNotFound)
-			if !legacy {
-				wantCode = -32602
-			}
-			if e, _ := got["error"].(map[string]any); e == nil || e["code"] != wantCode {
-				t.Fatalf("bob reading alice's URI: %v", got)
-			}
-			if b, _ := json.Marshal(bob.rpc("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "report.txt") {
-				t.Fatalf("bob's resources/list shows alice's file: %s", b)
-			}
-			if sc, isErr := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); !isErr || strings.Contains(fmt.Sprint(sc), "secret") {
-				t.Fatalf("bob's read_file of alice's file: %v", sc)
-			}
-			// Bob's write to his own "a" does not reach alice's.
-			if sc, isErr := bob.tool("write_file", map[string]any{"workspace": "a", "path": "report.txt", "content": "bob's"}); isErr {
-				t.Fatalf("bob's write_file: %v", sc)
-			}
-			if sc, _ := alice.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "alice's-secret" {
-				t.Fatalf("alice's file after bob's write: %v", sc)
-			}
+		got := bob.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
+		wantCode := float64(codeResourceNotFound)
+		if !legacy {
+			wantCode = -32602
+		}
+		if e, _ := got["error"].(map[string]any); e == nil || e["code"] != wantCode {
+			t.Fatalf("bob reading alice's URI: %v", got)
+		}
+		if b, _ := json.Marshal(bob.rpc("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "report.txt") {
+			t.Fatalf("bob's resources/list shows alice's file: %s", b)
+		}
+		if sc, isErr := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); !isErr || strings.Contains(fmt.Sprint(sc), "secret") {
+			t.Fatalf("bob's read_file of alice's file: %v", sc)
+		}
+		// Bob's write to his own "a" does not reach alice's.
+		if sc, isErr := bob.tool("write_file", map[string]any{"workspace": "a", "path": "report.txt", "content": "bob's"}); isErr {
+			t.Fatalf("bob's write_file: %v", sc)
+		}
+		if sc, _ := alice.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "alice's-secret" {
+			t.Fatalf("alice's file after bob's write: %v", sc)
+		}
 
-			for _, uri := range []string{"workspace://a/..%2F..%2Fbob%2Fa%2Freport.txt", "workspace://a/%2E%2E/x", "workspace://../etc/passwd"} {
-				got := alice.rpc("resources/read", map[string]any{"uri": uri}, nil)
-				e, _ := got["error"].(map[string]any)
-				if e == nil || e["code"] != float64(-32602) {
-					t.Errorf("resources/read %s: %v", uri, got)
-				}
+		for _, uri := range []string{"workspace://a/..%2F..%2Fbob%2Fa%2Freport.txt", "workspace://a/%2E%2E/x", "workspace://../etc/passwd"} {
+			got := alice.rpc("resources/read", map[string]any{"uri": uri}, nil)
+			e, _ := got["error"].(map[string]any)
+			if e == nil || e["code"] != float64(-32602) {
+				t.Errorf("resources/read %s: %v", uri, got)
 			}
-			for _, p := range []string{"../bob/a/report.txt", "/workspace/../../bob/a/report.txt", "/etc/passwd"} {
-				if sc, isErr := alice.tool("read_file", map[string]any{"workspace": "a", "path": p}); !isErr || sc["content"] != nil {
-					t.Errorf("read_file %s: %v", p, sc)
-				}
-				if sc, isErr := alice.tool("write_file", map[string]any{"workspace": "a", "path": p, "content": "x"}); !isErr {
-					t.Errorf("write_file %s: %v", p, sc)
-				}
+		}
+		for _, p := range []string{"../bob/a/report.txt", "/workspace/../../bob/a/report.txt", "/etc/passwd"} {
+			if sc, isErr := alice.tool("read_file", map[string]any{"workspace": "a", "path": p}); !isErr || sc["content"] != nil {
+				t.Errorf("read_file %s: %v", p, sc)
 			}
-			if sc, _ := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "bob's" {
-				t.Fatalf("bob's file after alice's attempts: %v", sc)
+			if sc, isErr := alice.tool("write_file", map[string]any{"workspace": "a", "path": p, "content": "x"}); !isErr {
+				t.Errorf("write_file %s: %v", p, sc)
 			}
-		})
-	}
+		}
+		if sc, _ := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "bob's" {
+			t.Fatalf("bob's file after alice's attempts: %v", sc)
+		}
+	})
 }
