@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -27,6 +28,7 @@ import (
 //	diskfull       → a write failed on the full disk quota
 //	budget         → out of memory because the daemon-wide budget was full
 //	write F S      → writes S to the file F and names it in Files
+//	show N         → prints "drawn" and shows N 1x1 PNGs
 //	ask P          → asks the run's Input with the prompt P: the answer as
 //	                 result, or EOFError saying why there is none
 //
@@ -118,6 +120,14 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 			return workspace.Outcome{}, err
 		}
 		return workspace.Outcome{Workspace: ws, Result: r, Files: []workspace.FileInfo{info}}, nil
+	case strings.HasPrefix(code, "show "):
+		var n int
+		fmt.Sscan(strings.TrimPrefix(code, "show "), &n)
+		png, _ := base64.StdEncoding.DecodeString(fakePNG)
+		for i := 0; i < n; i++ {
+			r.Images = append(r.Images, worker.Picture{MIME: "image/png", Data: png})
+		}
+		r.Stdout = "drawn\n"
 	case strings.HasPrefix(code, "ask "):
 		if req.Input == nil {
 			r.Status, r.Error = worker.StatusError, &worker.GuestError{Type: "EOFError", Message: "no input source"}
@@ -228,6 +238,9 @@ func (f *fakeExec) Fork(_ context.Context, _, id, newID string) (string, error) 
 }
 
 var fakeTime = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+
+// fakePNG is a 1x1 PNG.
+const fakePNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 
 func (f *fakeExec) WriteFile(_ context.Context, principal, id, p string, data []byte) (workspace.FileInfo, error) {
 	rel, err := workspace.CleanPath(p)

@@ -23,6 +23,7 @@ import (
 //
 //	set K V     remember K=V         get K     the value of K
 //	write F S   write S to the file F
+//	ask P       the answer of the run's Input to the prompt P
 //
 // Their images are their variables as JSON.
 type varsFactory struct{}
@@ -65,7 +66,7 @@ type varsRunner struct {
 	vars map[string]string
 }
 
-func (r *varsRunner) Run(_ context.Context, code string, _ worker.RunOptions) (worker.Result, workspace.Facts) {
+func (r *varsRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, workspace.Facts) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := worker.Result{Status: worker.StatusOK}
@@ -80,6 +81,13 @@ func (r *varsRunner) Run(_ context.Context, code string, _ worker.RunOptions) (w
 			break
 		}
 		res.Value = &v
+	case len(f) == 2 && f[0] == "ask":
+		ans := opts.Input.Input(ctx, f[1])
+		if ans.Status != worker.InputOK {
+			res.Status, res.Error = worker.StatusError, &worker.GuestError{Type: "EOFError", Message: fmt.Sprint(ans.Status)}
+			break
+		}
+		res.Value = &ans.Text
 	case len(f) == 3 && f[0] == "write":
 		file, errno := r.fsys.OpenFile(f[1], sys.O_WRONLY|sys.O_CREAT|sys.O_TRUNC, 0o600)
 		if errno == 0 {
@@ -337,4 +345,23 @@ func TestWorkspaceFilesBelongToTheirPrincipal(t *testing.T) {
 			t.Fatalf("bob's file after alice's attempts: %v", sc)
 		}
 	})
+}
+
+// The client's answer reaches the code waiting for it although the
+// workspace is busy with that very code and other calls wait behind it:
+// responses are intercepted before routing, never queued.
+func TestAnswerReachesABusyWorkspace(t *testing.T) {
+	alice, _ := newRegistryServer(t)
+	alice.initElicit()
+	id, ev := alice.ask(1, "Name?") // workspace w1
+	queued := events(alice.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"set x 1","language":"javascript","workspace":"w1"}}}`, nil))
+	if code := alice.respond(id, "Ada"); code != 202 {
+		t.Fatalf("the answer: HTTP %d", code)
+	}
+	if sc := resultOf(t, ev); sc["result"] != "Ada" {
+		t.Fatalf("the code got %v", sc)
+	}
+	if sc := resultOf(t, queued); sc["status"] != "ok" {
+		t.Fatalf("the call queued behind it: %v", sc)
+	}
 }
