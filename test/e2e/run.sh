@@ -249,6 +249,13 @@ if want conformance; then
   else
     record start-execd-conformance 1
   fi
+  echo "== start bin/execd for the scenarios that apply to it"
+  if start_server execd-production "$root/bin/execd"; then
+    step conformance-production env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" production
+    stop_server execd-production "${pids[-1]}"
+  else
+    record start-execd-production 1
+  fi
 fi
 
 finish
