@@ -110,10 +110,11 @@ func (noInput) Input(context.Context, string) worker.InputAnswer {
 
 // liveRun is such a run.
 type liveRun struct {
-	id        string // random: names the run in its requestState
+	id        string // random: names the run in its requestState, once parked
 	principal string
 	workspace string
 	bind      string // binds the requestState to the call: its code and language
+	args      execArgs
 	cancel    context.CancelCauseFunc
 	events    chan runEvent // the run's questions, then its end
 	sink      relaySink
@@ -190,11 +191,8 @@ func (s *Server) startRun(c *Call, a execArgs) (*liveRun, execArgs) {
 	if a.workspace == "" {
 		a.workspace = uuid.NewString()
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	r := &liveRun{id: hex.EncodeToString(id[:]), principal: c.principal, workspace: a.workspace, bind: bindOf(a),
-		cancel: cancel, events: make(chan runEvent, 1)}
+	r := &liveRun{principal: c.principal, workspace: a.workspace, args: a, cancel: cancel, events: make(chan runEvent, 1)}
 	go func() {
 		defer cancel(nil)
 		out, err := s.exec.Run(ctx, workspace.Request{Principal: c.principal, Workspace: a.workspace, Language: a.language,
@@ -230,8 +228,13 @@ func (s *Server) follow(ctx context.Context, c *Call, a execArgs, r *liveRun, re
 }
 
 // park keeps r waiting for the answer to ask and answers the request with
-// input_required.
+// input_required. The run is named and bound now: most runs never ask.
 func (s *Server) park(ctx context.Context, c *Call, r *liveRun, ask *runAsk) (any, *jsonrpc.Error) {
+	if r.id == "" {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		r.id, r.bind = hex.EncodeToString(id[:]), bindOf(r.args)
+	}
 	r.ask = ask
 	s.paused.put(r, s.opts.InputTimeout, s.expire)
 	c.setWorkspace(r.workspace)

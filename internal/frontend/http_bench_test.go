@@ -94,6 +94,11 @@ func BenchmarkRequest(b *testing.B) {
 		{"modern/tools-call-sse", "modern", "application/json, text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,
 			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
+		// A client that can be asked (Claude Code declares elicitation):
+		// the run goes apart from its request, in case the code asks.
+		{"modern/tools-call-sse-elicitation", "modern", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + strings.Replace(benchModernMeta, `clientCapabilities":{}`, `clientCapabilities":{"elicitation":{}}`, 1) + `}}`,
+			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
 		{"modern/tools-call-json", "modern", "application/json",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,
 			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "application/json"},
