@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/profile.sh — CPU and heap profiles of execd under load.
 #
-# Builds execd and starts it with server.debug_listen (/debug/pprof on a second port),
+# Builds execd and starts it with server.admin_listen (/debug/pprof on a second port),
 # drives it with the load tool (8 clients, execute_code 1+1, ERA), takes a
 # CPU profile during the load, then creates IDLE idle workspaces and takes a
 # heap profile. Prints the top of each and keeps the profiles in OUT for
@@ -36,7 +36,7 @@ rm -rf "$OUT/data"
 cat >"$OUT/execd.toml" <<EOF
 [server]
 listen = "127.0.0.1:$port"
-debug_listen = "127.0.0.1:$pport"
+admin_listen = "127.0.0.1:$pport"
 [workspace]
 data_dir = "$OUT/data"
 max_workspaces = 4096

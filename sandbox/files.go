@@ -3,6 +3,7 @@ package sandbox
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -15,36 +16,62 @@ import (
 
 // mounts maps a language to the read-only file tree its guest needs besides
 // /workspace: a zip built next to the module by build-python.sh, and where
-// the guest expects it. Languages without an entry need none.
+// the guest expects it. Languages without an entry need none. Python's is
+// /usr: the standard library in local/lib/python3.11, the kit of
+// pure-Python packages in lib/python3/dist-packages, time zone data in
+// share/zoneinfo.
 var mounts = map[string]struct{ zip, guestPath string }{
-	"python": {"python-stdlib.zip", "/usr/local/lib/python3.11"},
+	"python": {"python-stdlib.zip", "/usr"},
+}
+
+// tree is a language's loaded file tree.
+type tree struct {
+	fsys fs.FS
+	sum  [32]byte // sha256 of the zip
 }
 
 var (
 	filesMu    sync.Mutex
-	filesCache = map[string]fs.FS{}
+	filesCache = map[string]tree{}
 )
 
 // Files returns the read-only file tree the guest for lang mounts at
-// guestPath (Python: its standard library), or a nil fsys when the language
+// guestPath (Python: its standard library, kit and time zones), or a nil fsys when the language
 // needs none. The tree is read from the embedded zip (or EXECD_GUEST_DIR) on
 // first use and shared by every caller; it is safe for concurrent use.
 func Files(lang string) (fsys fs.FS, guestPath string, err error) {
+	t, err := load(lang)
+	return t.fsys, mounts[lang].guestPath, err
+}
+
+// FilesSum returns the sha256 of the read-only file tree of lang's guest
+// (of its zip), the zero sum when the language needs none. What the guest
+// read from those files at initialisation is in its memory, so the sum is
+// part of the identity of a pre-initialised interpreter.
+func FilesSum(lang string) ([32]byte, error) {
+	t, err := load(lang)
+	return t.sum, err
+}
+
+func load(lang string) (tree, error) {
 	m, ok := mounts[lang]
 	if !ok {
-		return nil, "", nil
+		return tree{}, nil
 	}
 	filesMu.Lock()
 	defer filesMu.Unlock()
-	if f, ok := filesCache[lang]; ok {
-		return f, m.guestPath, nil
+	if t, ok := filesCache[lang]; ok {
+		return t, nil
 	}
 	var ra io.ReaderAt
 	var size int64
+	var err error
 	if dir := os.Getenv("EXECD_GUEST_DIR"); dir != "" {
 		b, rerr := os.ReadFile(filepath.Join(dir, m.zip))
 		ra, size, err = bytes.NewReader(b), int64(len(b)), rerr
 	} else {
+		// The embedded file reads at offsets without a copy (ReadFile would
+		// make one).
 		var f fs.File
 		if f, err = guests.Open("guests/" + m.zip); err == nil {
 			var st fs.FileInfo
@@ -54,18 +81,23 @@ func Files(lang string) (fsys fs.FS, guestPath string, err error) {
 		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("guest %s files %s %w: run make guests", lang, m.zip, ErrNotBuilt)
+		return tree{}, fmt.Errorf("guest %s files %s %w: run make guests", lang, m.zip, ErrNotBuilt)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("guest %s files: %w", lang, err)
+		return tree{}, fmt.Errorf("guest %s files: %w", lang, err)
 	}
 	zr, err := zip.NewReader(ra, size)
 	if err != nil {
-		return nil, "", fmt.Errorf("guest %s files %s: %w", lang, m.zip, err)
+		return tree{}, fmt.Errorf("guest %s files %s: %w", lang, m.zip, err)
 	}
-	fsys = zipFS{zr}
-	filesCache[lang] = fsys
-	return fsys, m.guestPath, nil
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(ra, 0, size)); err != nil {
+		return tree{}, fmt.Errorf("guest %s files %s: %w", lang, m.zip, err)
+	}
+	t := tree{fsys: zipFS{zr}}
+	h.Sum(t.sum[:0])
+	filesCache[lang] = t
+	return t, nil
 }
 
 // zipFS serves a zip archive as a read-only fs.FS whose regular files can

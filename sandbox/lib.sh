@@ -83,12 +83,38 @@ fetch_orig() {
 		[[ -n $version ]] || die "no $pkg source package with upstream $upstream (found: $(src_versions "$pkg" | tr '\n' ' ')); update the pin and its sha256 after checking the new release"
 		say "fetching $pkg $version source"
 		mkdir -p "$(dirname "$file")"
-		(cd "$(dirname "$file")" && apt-get source -qq --download-only "$pkg=$version" >/dev/null 2>&1) ||
+		(cd "$(dirname "$file")" && apt-get source -qq --download-only --tar-only "$pkg=$version" >/dev/null 2>&1) ||
 			die "apt-get source $pkg=$version failed"
 	fi
 	[[ -f $file ]] || die "$file missing after apt-get source $pkg"
 	echo "$sum  $file" | sha256sum -c --status ||
 		die "sha256 of $file is $(sha256sum "$file" | cut -d' ' -f1), expected $sum: upstream tarball changed, refusing to build"
+}
+
+# fetch_deb PKG VERSION SHA256 DIR: makes sure DIR holds the binary package
+# PKG at exactly VERSION, its .deb checked against SHA256, and sets deb_file
+# to its path: downloads it with apt-get download unless it is there, and
+# fails when the mirror no longer has that version (Debian keeps only the
+# current one of each suite) or the file changed.
+deb_file=
+fetch_deb() {
+	local pkg=$1 version=$2 sum=$3 dir=$4 glob
+	glob="${pkg}_${version/:/%3a}_*.deb"
+	mkdir -p "$dir"
+	deb_file=$(find "$dir" -maxdepth 1 -name "$glob" | head -n1)
+	if [[ -z $deb_file ]] || ! echo "$sum  $deb_file" | sha256sum -c --status; then
+		if [[ -n $deb_file ]]; then rm -f "$deb_file"; fi
+		say "fetching $pkg $version"
+		if ! (cd "$dir" && apt-get download -qq "$pkg=$version" >/dev/null 2>&1); then
+			apt_update
+			(cd "$dir" && apt-get download -qq "$pkg=$version" >/dev/null 2>&1) ||
+				die "apt-get download $pkg=$version failed (the mirror has: $(apt-cache madison "$pkg" | awk '{print $3}' | tr '\n' ' ')); update the pin and its sha256 after checking the new version"
+		fi
+		deb_file=$(find "$dir" -maxdepth 1 -name "$glob" | head -n1)
+	fi
+	[[ -n $deb_file ]] || die "no $glob in $dir after apt-get download"
+	echo "$sum  $deb_file" | sha256sum -c --status ||
+		die "sha256 of $deb_file is $(sha256sum "$deb_file" | cut -d' ' -f1), expected $sum: package changed, refusing to build"
 }
 
 # ---- build lock and progress -----------------------------------------------

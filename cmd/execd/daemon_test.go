@@ -68,12 +68,12 @@ func startDaemon(t *testing.T, dataDir, serverTOML string, more ...string) *daem
 
 var (
 	listenURLRE = regexp.MustCompile(`listening\s+\{"url": "(http://[^"]+)"`)
-	debugURLRE  = regexp.MustCompile(`debug listener\s+\{"url": "(http://[^"]+)"`)
+	adminURLRE  = regexp.MustCompile(`admin listener\s+\{"url": "(http://[^"]+)/"`)
 )
 
 // launch starts execd with the TOML config and waits for its MCP URL and,
-// when withDebug, its debug listener's URL, both read from its log.
-func launch(t *testing.T, toml string, withDebug bool) (*daemon, string) {
+// when withAdmin, its admin listener's URL (without the last slash), both read from its log.
+func launch(t *testing.T, toml string, withAdmin bool) (*daemon, string) {
 	t.Helper()
 	cfgFile := filepath.Join(t.TempDir(), "execd.toml")
 	if err := os.WriteFile(cfgFile, []byte(toml), 0o600); err != nil {
@@ -96,7 +96,7 @@ func launch(t *testing.T, toml string, withDebug bool) (*daemon, string) {
 			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
 				urlc <- m[1]
 			}
-			if m := debugURLRE.FindStringSubmatch(sc.Text()); m != nil {
+			if m := adminURLRE.FindStringSubmatch(sc.Text()); m != nil {
 				debugc <- m[1]
 			}
 		}
@@ -109,7 +109,7 @@ func launch(t *testing.T, toml string, withDebug bool) (*daemon, string) {
 		}
 	})
 	var debug string
-	for d.url == "" || (withDebug && debug == "") {
+	for d.url == "" || (withAdmin && debug == "") {
 		select {
 		case d.url = <-urlc:
 		case debug = <-debugc:

@@ -4,7 +4,7 @@ package main
 // vanish mid-stream, SIGTERM with many calls in flight (HTTP and stdio), and
 // SIGKILL in the middle of runs. Like daemon_test.go they drive the real
 // binary with the real JavaScript guest, and they read the daemon's own
-// goroutine count and resident memory through server.debug_listen and
+// goroutine count and resident memory through server.admin_listen and
 // /proc, so that a leak of a goroutine or of a whole sandbox per call shows.
 
 import (
@@ -28,7 +28,7 @@ import (
 	"time"
 )
 
-// probe reads a daemon's resources: goroutines through its debug listener,
+// probe reads a daemon's resources: goroutines through its admin listener,
 // resident memory through /proc.
 type probe struct {
 	t     *testing.T
@@ -37,7 +37,7 @@ type probe struct {
 	hc    *http.Client
 }
 
-// startProbedDaemon is startDaemon with server.debug_listen on a free
+// startProbedDaemon is startDaemon with server.admin_listen on a free
 // loopback port. serverTOML is added to [server]; more[0] holds other tables.
 func startProbedDaemon(t *testing.T, dataDir, serverTOML string, more ...string) (*daemon, *probe) {
 	t.Helper()
@@ -45,9 +45,9 @@ func startProbedDaemon(t *testing.T, dataDir, serverTOML string, more ...string)
 	if len(more) > 0 {
 		moreTOML = more[0]
 	}
-	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\ndebug_listen = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n", serverTOML, moreTOML, dataDir)
+	toml := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n%s\n%s\n[workspace]\ndata_dir = %q\n", serverTOML, moreTOML, dataDir)
 	d, debug := launch(t, toml, true)
-	return d, &probe{t: t, debug: debug, pid: d.cmd.Process.Pid,
+	return d, &probe{t: t, debug: debug + "/debug/pprof/", pid: d.cmd.Process.Pid,
 		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
 }
 

@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -21,8 +21,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"execd/internal/admin"
+	"execd/internal/cluster"
 	"execd/internal/config"
 	"execd/internal/frontend"
+	"execd/internal/telemetry"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -60,15 +63,55 @@ func run() int {
 			return 2
 		}
 	}
-	log, err := newLogger(cfg.Log)
+	var obs observers
+	if cfg.Server.AdminListen != "" {
+		obs.errors = admin.NewRecentErrors(0)
+	}
+	log, err := newLogger(cfg.Log, obs.errors)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "execd:", err)
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	started := time.Now()
 
 	ctx := context.Background()
-	engine, err := worker.NewEngine(ctx, worker.Config{
+	if obs.tracer, err = telemetry.FromEnv(ctx, version); err != nil {
+		log.Error("tracing", zap.Error(err))
+		return 2
+	}
+	if obs.tracer != nil {
+		log.Info("tracing to OTLP/HTTP (OTEL_* environment)")
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := obs.tracer.Shutdown(ctx); err != nil {
+				log.Warn("tracing: spans not sent", zap.Error(err))
+			}
+		}()
+	}
+	// The gauges read the engine, the registry and the front end, made below.
+	var (
+		engine *worker.Engine
+		mgr    *workspace.Manager
+		srv    *frontend.Server
+		view   *admin.WorkspaceView
+	)
+	if cfg.Server.AdminListen != "" {
+		view = &admin.WorkspaceView{List: func() []workspace.Info { return mgr.ListAll() }}
+		obs.metrics = admin.NewMetrics(admin.Sources{
+			Version:     version,
+			Health:      func() workspace.Health { return mgr.Health() },
+			OpenStreams: func() int { return srv.OpenStreams() },
+			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
+			Workspaces:  view.Count,
+		})
+	}
+	var workerObs worker.Observer
+	if obs.metrics != nil {
+		workerObs = obs.metrics
+	}
+	engine, err = worker.NewEngine(ctx, worker.Config{
 		CacheDir:          cfg.Sandbox.CacheDir,
 		MemoryLimitMiB:    cfg.Limits.MaxMemoryMiB,
 		TotalMemoryMiB:    cfg.Limits.MaxTotalMemoryMiB,
@@ -78,6 +121,7 @@ func run() int {
 		StrictTermination: cfg.Sandbox.StrictTermination,
 		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
 		PythonPreload:     cfg.Sandbox.PythonPreload,
+		Observer:          workerObs,
 	}, log.Named("worker"))
 	if err != nil {
 		log.Error("sandbox engine", zap.Error(err))
@@ -88,7 +132,18 @@ func run() int {
 		return prepareGuests(engine, log)
 	}
 
-	mgr, err := workspace.NewManager(workspace.Config{
+	var newID func() string
+	if peers := cfg.Cluster.Peers; len(peers) > 0 {
+		ring, err := cluster.NewRing(peers)
+		if err == nil {
+			newID, err = ring.Minter(cfg.Cluster.Self)
+		}
+		if err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 2
+		}
+	}
+	mgr, err = workspace.NewManager(workspace.Config{
 		DataDir:             cfg.Workspace.DataDir,
 		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
 		IdleTTL:             cfg.Workspace.IdleTTL.Duration,
@@ -99,11 +154,17 @@ func run() int {
 		// Idle workspaces are hibernated before the engine's budget is full,
 		// so that a guest's growth finds room.
 		MemoryBudget: engine.MemoryBudget() / 10 * 9,
+		Observer:     obs.forWorkspaces(),
+		NewID:        newID,
 	}, engineFactory{engine}, log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
 		return 1
 	}
+	// A running guest's growth that the budget cannot hold first makes room
+	// by hibernating idle workspaces.
+	engine.SetReclaim(mgr.Reclaim)
+	defer engine.SetReclaim(nil)
 	defer func() {
 		// Every live workspace is hibernated, within one more grace.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
@@ -113,10 +174,38 @@ func run() int {
 		}
 	}()
 
-	srv, err := frontend.New(frontendOptions(cfg, mgr, engine.Languages(), log.Named("mcp")))
+	var exec frontend.Executor = mgr
+	if cfg.Cluster.SharedStorage {
+		if exec, err = cluster.NewShared(mgr, filepath.Join(cfg.Workspace.DataDir, "~locks"), log.Named("cluster")); err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 1
+		}
+	}
+	fo := frontendOptions(cfg, exec, engine.Languages(), log.Named("mcp"))
+	fo.Observer = obs.forFrontend()
+	fo.NewID = newID // the registry's minter: ids that route back here
+	if f := cfg.Cluster.SessionKeyFile; f != "" {
+		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
+			log.Error("cluster", zap.Error(err))
+			return 2
+		}
+	}
+	srv, err = frontend.New(fo)
 	if err != nil {
 		log.Error("front end", zap.Error(err))
 		return 1
+	}
+	if a := cfg.Server.AdminListen; a != "" {
+		h := admin.Handler(admin.Options{Metrics: obs.metrics, Listen: a, Status: &admin.StatusSources{
+			Version: version, Started: started, Limits: limitsShown(cfg, engine.MemoryBudget()),
+			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
+			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
+			Workspaces:  view, Errors: obs.errors,
+		}})
+		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
+			log.Error("admin listener", zap.Error(err))
+			return 1
+		}
 	}
 
 	sigs := make(chan os.Signal, 4)
@@ -167,12 +256,6 @@ func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, 
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 		ConnContext:       conns.remember,
 		ConnState:         conns.track,
-	}
-	if cfg.Server.DebugListen != "" {
-		if err := serveDebug(cfg.Server.DebugListen, log); err != nil {
-			log.Error("debug listener", zap.Error(err))
-			return 1
-		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -312,23 +395,6 @@ func (g *connGauge) waitIdle(max time.Duration) {
 	}
 }
 
-// serveDebug serves net/http/pprof on its own listener (server.debug_listen).
-func serveDebug(addr string, log *zap.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	log.Info("debug listener", zap.String("url", "http://"+ln.Addr().String()+"/debug/pprof/"))
-	go func() { _ = http.Serve(ln, mux) }()
-	return nil
-}
-
 // prepareGuests waits for every guest to be compiled and its base image
 // made (worker.Engine compiles in the background), so that the caches are
 // warm for the next start.
@@ -342,7 +408,9 @@ func prepareGuests(engine *worker.Engine, log *zap.Logger) int {
 	return 0
 }
 
-func newLogger(c config.Log) (*zap.Logger, error) {
+// newLogger makes the stderr logger; with recent, warnings and errors are
+// also kept for the status page.
+func newLogger(c config.Log, recent *admin.RecentErrors) (*zap.Logger, error) {
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("log.level: %w", err)
@@ -361,6 +429,9 @@ func newLogger(c config.Log) (*zap.Logger, error) {
 	// on Sync (start-up, shutdown).
 	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(os.Stderr), Size: 256 << 10, FlushInterval: logFlushEvery}
 	core := zapcore.NewCore(enc, ws, lvl)
+	if recent != nil {
+		core = zapcore.NewTee(core, recent.Core())
+	}
 	return zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
 		if e.Level >= zapcore.WarnLevel {
 			return ws.Sync()

@@ -175,8 +175,14 @@ func TestConfigMapIsAValidExecdConfig(t *testing.T) {
 	if p.configArg != "/etc/execd/config.toml" {
 		t.Errorf("-config %s; the image and the docs use /etc/execd/config.toml", p.configArg)
 	}
-	if p.cfg.Server.DebugListen != "" {
-		t.Errorf("server.debug_listen = %q: it has no auth and this pod's port is public", p.cfg.Server.DebugListen)
+	if a := p.cfg.Server.AdminListen; a != "" {
+		_, port, _ := net.SplitHostPort(a)
+		if n, _ := strconv.Atoi(port); int32(n) != p.containerPort(t, "admin") {
+			t.Errorf("server.admin_listen %s is not the container port named admin", a)
+		}
+		if int32(mustAtoi(t, port)) == p.listenPort(t) {
+			t.Error("the admin listener shares the MCP port")
+		}
 	}
 }
 
@@ -357,9 +363,54 @@ func TestPublicServiceExposesOnlyMCP(t *testing.T) {
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP {
 		t.Errorf("Service type %s: keep it ClusterIP and put a TLS proxy in front", svc.Spec.Type)
 	}
-	if len(p.c.Ports) != 1 {
-		t.Errorf("container declares %d ports; an admin port belongs to its own internal Service", len(p.c.Ports))
+	for _, cp := range p.c.Ports {
+		if cp.Name != "mcp" && cp.Name != "admin" {
+			t.Errorf("container declares port %s besides mcp and admin", cp.Name)
+		}
 	}
+}
+
+// The admin listener has no auth: it gets a Service of its own, and the
+// NetworkPolicy admits it only from a namespace selected by name.
+func TestAdminPortIsInternal(t *testing.T) {
+	p := loadPod(t)
+	if p.cfg.Server.AdminListen == "" {
+		t.Skip("no admin listener in the ConfigMap")
+	}
+	admin := only[corev1.Service](t, p.ms, "execd-admin")
+	if admin.Spec.Type != corev1.ServiceTypeClusterIP || len(admin.Spec.Ports) != 1 || admin.Spec.Ports[0].TargetPort != intstr.FromString("admin") {
+		t.Errorf("Service execd-admin: type %s, ports %v; want one ClusterIP port targeting admin", admin.Spec.Type, admin.Spec.Ports)
+	}
+	np := only[networkingv1.NetworkPolicy](t, p.ms, "execd")
+	admitted := false
+	for _, r := range np.Spec.Ingress {
+		for _, port := range r.Ports {
+			if port.Port == nil || *port.Port != intstr.FromString("admin") {
+				continue
+			}
+			admitted = true
+			if len(r.From) == 0 {
+				t.Error("the admin port is admitted from everywhere")
+			}
+			for _, f := range r.From {
+				if f.NamespaceSelector == nil || f.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "" || f.IPBlock != nil {
+					t.Errorf("the admin port is admitted from %+v; want one namespace by name", f)
+				}
+			}
+		}
+	}
+	if !admitted {
+		t.Error("the NetworkPolicy does not admit the admin port at all (Prometheus cannot scrape)")
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestNetworkPolicyAdmitsOnlyMCPAndNoEgress(t *testing.T) {
@@ -386,6 +437,9 @@ func TestNetworkPolicyAdmitsOnlyMCPAndNoEgress(t *testing.T) {
 			t.Error("an ingress rule admits every port")
 		}
 		for _, port := range r.Ports {
+			if port.Port != nil && *port.Port == intstr.FromString("admin") && len(r.From) > 0 {
+				continue // TestAdminPortIsInternal
+			}
 			if port.Port == nil || (*port.Port != intstr.FromString("mcp") && *port.Port != intstr.FromInt32(p.listenPort(t))) {
 				t.Errorf("ingress admits port %v besides MCP", port.Port)
 			}

@@ -42,6 +42,7 @@ type Config struct {
 	Workspace Workspace `toml:"workspace"`
 	Sandbox   Sandbox   `toml:"sandbox"`
 	Log       Log       `toml:"log"`
+	Cluster   Cluster   `toml:"cluster"`
 }
 
 // Server is the HTTP listener.
@@ -55,7 +56,7 @@ type Server struct {
 	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
 	ReadTimeout       Duration `toml:"read_timeout"`
 	ShutdownGrace     Duration `toml:"shutdown_grace"`
-	DebugListen       string   `toml:"debug_listen"`
+	AdminListen       string   `toml:"admin_listen"`
 }
 
 // Protocol holds MCP behaviour choices.
@@ -94,6 +95,23 @@ type Sandbox struct {
 	CacheDir          string   `toml:"cache_dir"`
 	InterruptGrace    Duration `toml:"interrupt_grace"`
 	PythonPreload     []string `toml:"python_preload"`
+}
+
+// Cluster configures an instance among several behind one load balancer
+// (deploy/nginx). All zero: a single instance.
+type Cluster struct {
+	// Peers are every instance's address exactly as the balancer's
+	// upstream lists them; Self is this one's. Ids of new workspaces are
+	// then minted so that the balancer's hash sends them back here.
+	Peers []string `toml:"peers"`
+	Self  string   `toml:"self"`
+	// SessionKeyFile holds a secret shared by every instance: legacy
+	// session ids are signed with it, so that any instance serves any
+	// session.
+	SessionKeyFile string `toml:"session_key_file"`
+	// SharedStorage: workspace.data_dir is shared by every instance; each
+	// call locks its workspace and saves it to disk before unlocking.
+	SharedStorage bool `toml:"shared_storage"`
 }
 
 // Log configures the zap logger (always stderr).
@@ -144,7 +162,8 @@ func Default() Config {
 				"traceback",
 			},
 		},
-		Log: Log{Level: "info", Format: "console"},
+		Log:     Log{Level: "info", Format: "console"},
+		Cluster: Cluster{Peers: []string{}},
 	}
 }
 
@@ -213,9 +232,11 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Server.Path, "/") {
 		bad("server.path", "must start with /, got %q", c.Server.Path)
 	}
-	if c.Server.DebugListen != "" {
-		if _, _, err := net.SplitHostPort(c.Server.DebugListen); err != nil {
-			bad("server.debug_listen", "want host:port or empty, got %q", c.Server.DebugListen)
+	if c.Server.AdminListen != "" {
+		if _, port, err := net.SplitHostPort(c.Server.AdminListen); err != nil {
+			bad("server.admin_listen", "want host:port or empty, got %q", c.Server.AdminListen)
+		} else if c.Server.AdminListen == c.Server.Listen && port != "0" {
+			bad("server.admin_listen", "must differ from server.listen (%q): the admin endpoints are never served on the MCP listener", c.Server.Listen)
 		}
 	}
 	for _, o := range c.Server.AllowedOrigins {
@@ -282,6 +303,23 @@ func (c *Config) Validate() error {
 	}
 	if c.Workspace.MaxDiskMiB < 0 {
 		bad("workspace.max_disk_mib", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxDiskMiB)
+	}
+	if len(c.Cluster.Peers) > 0 {
+		seen := map[string]bool{}
+		for _, p := range c.Cluster.Peers {
+			if p == "" || seen[p] {
+				bad("cluster.peers", "%q is empty or listed twice", p)
+			}
+			seen[p] = true
+		}
+		if !seen[c.Cluster.Self] {
+			bad("cluster.self", "must be one of cluster.peers %q, got %q", c.Cluster.Peers, c.Cluster.Self)
+		}
+		if c.Cluster.SessionKeyFile == "" {
+			bad("cluster.session_key_file", "must be set with cluster.peers: legacy sessions must work on every instance")
+		}
+	} else if c.Cluster.Self != "" {
+		bad("cluster.self", "is set without cluster.peers")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"execd/internal/jsonrpc"
@@ -189,7 +188,7 @@ func bindOf(a execArgs) string {
 // no workspace is given its id now, so that the requestState can name it.
 func (s *Server) startRun(c *Call, a execArgs) (*liveRun, execArgs) {
 	if a.workspace == "" {
-		a.workspace = uuid.NewString()
+		a.workspace = s.opts.NewID()
 	}
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	r := &liveRun{principal: c.principal, workspace: a.workspace, args: a, cancel: cancel, events: make(chan runEvent, 1)}

@@ -36,6 +36,8 @@ type Call struct {
 	mu        sync.Mutex
 	responded bool   // after the response, nothing more is sent
 	workspace string // for the request log line, once known
+
+	progress atomic.Pointer[string] // the latest progress message, for Server.Running
 }
 
 // Era is the era the request is served in.
@@ -118,7 +120,8 @@ type emitter struct{ c *Call }
 func (e emitter) Notify(method string, params any) error { return e.c.Notify(method, params) }
 
 func (c *Call) reporter() *progress.Reporter {
-	return progress.New(emitter{c}, c.meta.progressToken, progress.Options{Heartbeat: c.srv.opts.ProgressHeartbeat})
+	return progress.New(emitter{c}, c.meta.progressToken, progress.Options{Heartbeat: c.srv.opts.ProgressHeartbeat,
+		Seen: func(m string) { c.progress.Store(&m) }})
 }
 
 // peer is the client end a request belongs to beyond itself: a legacy

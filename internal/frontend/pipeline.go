@@ -108,6 +108,7 @@ func (s *Server) handle(o *origin, msg *jsonrpc.Message, out sink) *task {
 		out.reply(r)
 		if msg.IsRequest() {
 			s.logReply(o, a.era, msg, r)
+			s.observeReply(o, a, msg, &meta, r)
 		}
 		return nil
 	}
@@ -123,16 +124,18 @@ func (s *Server) handle(o *origin, msg *jsonrpc.Message, out sink) *task {
 	if r != nil {
 		out.reply(r)
 		s.logReply(o, a.era, msg, r)
+		s.observeReply(o, a, msg, &meta, r)
 		return nil
 	}
 	c.out = out
-	t, r := s.register(o, a, c, m)
+	t, r := s.register(o, a, c, m, s.requestInfo(o, a.era, a.version, msg, &meta, c))
 	if r != nil {
 		if o.proc == nil {
 			s.streams.release(o.principal)
 		}
 		out.reply(r)
 		s.logReply(o, a.era, msg, r)
+		s.observeReply(o, a, msg, &meta, r)
 		return nil
 	}
 	if o.proc != nil && a.era == EraModern {
@@ -172,11 +175,12 @@ type task struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 
-	scope       string      // its id is registered in this peer's scope
-	counted     bool        // it holds one count of the stream cap
-	session     *session    // it is in flight in this session
-	stopClose   func() bool // the end of its connection no longer cancels it
-	stopSession func() bool // the end of its session no longer cancels it
+	observed    func(RequestEnd) // reports its end to the Observer
+	scope       string           // its id is registered in this peer's scope
+	counted     bool             // it holds one count of the stream cap
+	session     *session         // it is in flight in this session
+	stopClose   func() bool      // the end of its connection no longer cancels it
+	stopSession func() bool      // the end of its session no longer cancels it
 }
 
 // register gives an admitted request its context and makes it reachable:
@@ -184,10 +188,9 @@ type task struct {
 // connection (as the era says), by the end of its session, and by
 // shutdown. It fails when the request's id is already in flight in its
 // peer.
-func (s *Server) register(o *origin, a admission, c *Call, m method) (*task, *reply) {
+func (s *Server) register(o *origin, a admission, c *Call, m method, ri RequestInfo) (*task, *reply) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now(), counted: o.proc == nil}
-	c.ctx = ctx
 	if a.peer != nil {
 		if !s.inflight.add(a.peer.scope, c.id, cancel) {
 			cancel(nil)
@@ -195,6 +198,9 @@ func (s *Server) register(o *origin, a admission, c *Call, m method) (*task, *re
 		}
 		t.scope = a.peer.scope
 	}
+	t.ctx, t.observed = s.obs.RequestStart(ctx, ri)
+	c.ctx = t.ctx
+	s.running.add(t)
 	// A modern stream close is the cancel (streamable-http.mdx of
 	// 2026-07-28); a legacy one is not, unless configured (RATIONALE.md).
 	if o.closed != nil && (a.era == EraModern || o.proc != nil || s.opts.CancelOnDisconnect) {
@@ -235,6 +241,7 @@ func (t *task) end() {
 	if t.scope != "" {
 		t.s.inflight.remove(t.scope, t.c.id)
 	}
+	t.s.running.remove(t)
 	t.s.calls.Done()
 }
 
@@ -252,6 +259,7 @@ func (t *task) finish(res json.RawMessage, jerr *jsonrpc.Error) {
 	case clientEnded(t.ctx):
 		status = "cancelled"
 		t.s.logCall(c, t.start, status, 0)
+		t.observe(status, 0)
 		c.out.silent()
 		return
 	case jerr == nil && res == nil:
@@ -267,12 +275,19 @@ func (t *task) finish(res json.RawMessage, jerr *jsonrpc.Error) {
 		status = "error"
 		_ = c.out.answer(jsonrpc.EncodeError(c.id, jerr))
 		t.s.logCall(c, t.start, status, jerr.Code)
+		t.observe(status, jerr.Code)
 		return
 	}
 	if c.out.answer(jsonrpc.EncodeRawResult(c.id, res)) != nil {
 		status = "undelivered"
 	}
 	t.s.logCall(c, t.start, status, 0)
+	t.observe(status, 0)
+}
+
+// observe reports the task's end to the Observer.
+func (t *task) observe(status string, code int) {
+	t.observed(RequestEnd{Outcome: status, Code: code, Cancel: cancelSource(t.ctx), Duration: time.Since(t.start)})
 }
 
 // logCall is the request's one log line once it ran.

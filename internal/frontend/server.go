@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"execd/internal/workspace"
@@ -90,10 +91,21 @@ type Options struct {
 	// SessionIdleTTL ends a legacy session idle this long (no call in
 	// flight). Zero means sessions never expire.
 	SessionIdleTTL time.Duration
+	// NewID mints the id of a workspace that a call of a client that can
+	// be asked for input creates (its id must be known before the run
+	// ends; ask.go); it must mint what the Executor would (cmd/execd gives
+	// both the same minter). Nil means a random UUIDv4.
+	NewID func() string
 	// InputTimeout is how long the code's input() waits for the person's
 	// answer, and how long an input_required round's requestState stays
 	// valid. Zero means 5 minutes.
 	InputTimeout time.Duration
+	// SessionKey is a secret shared by every instance behind one balancer
+	// (cluster.session_key_file): session ids are signed with it, and a
+	// request bearing a signed id another instance minted is served in
+	// that session here, so that a legacy session works on every
+	// instance. Nil means random ids that only this Server knows.
+	SessionKey []byte
 
 	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
 	// Zero means no bound.
@@ -106,6 +118,10 @@ type Options struct {
 	// own (the conformance fixtures, cmd/execd-conformance). Nil means
 	// none.
 	Extensions *Extensions
+
+	// Observer watches every request (observe.go). Nil means nothing is
+	// observed.
+	Observer Observer
 }
 
 // Causes that end a call's context. A client's cancel means "write
@@ -140,6 +156,8 @@ type Server struct {
 	paused   *pausedRuns
 	auth     *authenticator
 	streams  *streamGauge
+	obs      Observer
+	running  running // requests in flight, for Running
 
 	// stateKey protects the requestState of input_required rounds
 	// (input.go); fresh for every process.
@@ -181,6 +199,9 @@ func New(opts Options) (*Server, error) {
 	if opts.InputTimeout <= 0 {
 		opts.InputTimeout = 5 * time.Minute
 	}
+	if opts.NewID == nil {
+		opts.NewID = uuid.NewString
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -198,17 +219,21 @@ func New(opts Options) (*Server, error) {
 		opts:      opts,
 		log:       log,
 		exec:      opts.Executor,
-		sessions:  newSessionStore(opts.SessionIdleTTL),
+		sessions:  newSessionStore(opts.SessionIdleTTL, opts.SessionKey),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
 		paused:    newPausedRuns(),
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
+		obs:       opts.Observer,
 		stateKey:  key,
 		loopback:  listenerIsLoopback(opts.Listen),
 		runCtx:    ctx,
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),
+	}
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	s.tools = newToolSet(s)
 	if err := s.extend(opts.Extensions); err != nil {
@@ -220,6 +245,8 @@ func New(opts Options) (*Server, error) {
 	}
 	if ttl := opts.SessionIdleTTL; ttl > 0 {
 		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
+	} else if opts.SessionKey != nil {
+		go s.sweepSessions(time.Minute) // the ended ids
 	}
 	return s, nil
 }

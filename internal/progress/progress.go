@@ -38,6 +38,10 @@ type Options struct {
 	// coalesced and the newest is sent when the gap has passed. Zero means
 	// 250ms.
 	MinInterval time.Duration
+	// Seen, when set, is called with every message Start and Say are given,
+	// sent or not, and also when the client asked for no progress (an
+	// operator's view of the run, internal/admin). Nil means none.
+	Seen func(message string)
 }
 
 // Params is the notifications/progress payload.
@@ -81,6 +85,7 @@ func New(em Emitter, token json.RawMessage, opts Options) *Reporter {
 
 // Start sends the first frame at once and arms the heartbeat.
 func (r *Reporter) Start(message string) {
+	r.seen(message)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -95,6 +100,7 @@ func (r *Reporter) Start(message string) {
 
 // Say sends message as a frame, subject to coalescing.
 func (r *Reporter) Say(message string) {
+	r.seen(message)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -134,6 +140,12 @@ func Describe(done, total float64, message string) string {
 		return figs
 	}
 	return figs + " " + message
+}
+
+func (r *Reporter) seen(message string) {
+	if r.opts.Seen != nil {
+		r.opts.Seen(clip(message))
+	}
 }
 
 // Stop ends the reporter: pending frames are dropped and nothing is sent

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"execd/sandbox"
 )
 
 // A base image is a guest's interpreter right after initialisation (Python:
@@ -36,12 +38,14 @@ type baseSlot struct {
 	err  error
 }
 
-// key identifies the base images of one module and initParams.
-func (p initParams) key(module [32]byte) [32]byte {
+// key identifies the base images of one module, its read-only files
+// (sandbox.FilesSum: the guest reads them at init) and initParams.
+func (p initParams) key(module, files [32]byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte("execd base image\x00"))
 	h.Write(binary.LittleEndian.AppendUint32(nil, imageVersion))
 	h.Write(module[:])
+	h.Write(files[:])
 	h.Write(binary.LittleEndian.AppendUint32(nil, p.heapLimit))
 	h.Write([]byte(p.preload))
 	var k [32]byte
@@ -104,7 +108,11 @@ func (e *Engine) prepareBase(g *guest) {
 // cache or by initialising an interpreter. Restore uses it for images made
 // under other initParams (an earlier preload list or memory limit).
 func (e *Engine) baseFor(g *guest, p initParams) (*base, error) {
-	k := p.key(g.sum)
+	files, err := sandbox.FilesSum(g.lang)
+	if err != nil {
+		return nil, err
+	}
+	k := p.key(g.sum, files)
 	g.basesMu.Lock()
 	s, ok := g.bases[k]
 	if !ok {

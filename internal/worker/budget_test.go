@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -43,5 +44,42 @@ func TestMemoryBudget(t *testing.T) {
 			mustRun(t, w2, "1+1", StatusOK)
 			w2.Close()
 		})
+	}
+}
+
+// A running guest's growth that the budget cannot hold asks the reclaim
+// hook for room (the workspace registry hibernates idle interpreters), and
+// grows when the hook freed enough.
+func TestMemoryBudgetReclaim(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(true)
+	cfg.TotalMemoryMiB = 96
+	e := newTestEngine(t, cfg)
+	const lang = "javascript"
+	hold := "globalThis.held = []; for (let i = 0; i < 56; i++) held.push(new Uint8Array(1 << 20).fill(1)); held.length"
+	idle := langWorker(t, e, lang, WorkerOptions{})
+	mustRun(t, idle, hold, StatusOK)
+	busy := langWorker(t, e, lang, WorkerOptions{})
+	var asked atomic.Int64
+	e.SetReclaim(func(need int64) int64 {
+		asked.Add(1)
+		before := e.MemoryBytes()
+		idle.Close() // what hibernating the idle interpreter frees
+		return before - e.MemoryBytes()
+	})
+	defer e.SetReclaim(nil)
+	if r := mustRun(t, busy, hold, StatusOK); value(r) != "56" || r.BudgetExceeded {
+		t.Fatalf("growth with an idle interpreter to reclaim: %s (budget exceeded %v)", describe(r), r.BudgetExceeded)
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the reclaim hook was never asked")
+	}
+	if e.MemoryBytes() > e.MemoryBudget() {
+		t.Errorf("engine holds %d bytes, over its budget of %d", e.MemoryBytes(), e.MemoryBudget())
+	}
+	// Nothing left to reclaim: the growth fails inside the guest, as before.
+	e.SetReclaim(func(int64) int64 { return 0 })
+	if r := busy.Run(context.Background(), bombCode[lang], RunOptions{}); r.Status != StatusOOM || !r.BudgetExceeded {
+		t.Fatalf("bomb with nothing to reclaim: %s", describe(r))
 	}
 }

@@ -57,6 +57,9 @@ type Config struct {
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
 	PythonPreload []string
+	// Observer is told of every soft interrupt and hard kill (observe.go).
+	// Nil means nothing is observed.
+	Observer Observer
 }
 
 const (
@@ -360,6 +363,20 @@ func (e *Engine) MemoryBytes() int64 { return e.budget.used.Load() }
 
 // MemoryBudget is Config.TotalMemoryMiB in bytes, after its default.
 func (e *Engine) MemoryBudget() int64 { return e.budget.limit }
+
+// SetReclaim installs the hook a running guest's memory growth calls when
+// the budget cannot hold it: reclaim frees memory held elsewhere (the
+// workspace registry hibernates idle interpreters, least recently used
+// first) and returns the bytes it freed; the growth is then tried once
+// more. It runs on the goroutine of the growing guest's call, so it must
+// not wait for that call. nil removes it.
+func (e *Engine) SetReclaim(reclaim func(need int64) int64) {
+	if reclaim == nil {
+		e.budget.reclaim.Store(nil)
+		return
+	}
+	e.budget.reclaim.Store(&reclaim)
+}
 
 // WorkerOptions configure one worker.
 type WorkerOptions struct {

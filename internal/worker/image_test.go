@@ -638,7 +638,9 @@ func TestMemoryBytes(t *testing.T) {
 	}
 	before := w.MemoryBytes()
 	mustRun(t, w, "globalThis.keep = new Uint8Array(20 << 20).fill(1); 0", StatusOK)
-	if grown := w.MemoryBytes(); grown < before+20<<20 || e.MemoryBytes() != base+grown {
+	// The guest may serve the first pages from free space at the top of its
+	// heap: allow one wasm page less than the array.
+	if grown := w.MemoryBytes(); grown < before+20<<20-64<<10 || e.MemoryBytes() != base+grown {
 		t.Errorf("after 20 MiB: worker %d bytes (was %d), engine %d", grown, before, e.MemoryBytes())
 	}
 	w.Close()

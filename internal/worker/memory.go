@@ -19,8 +19,23 @@ var ErrMemoryBudget = errors.New("memory budget exhausted")
 // Every instance counts its whole linear memory, shared copy-on-write base
 // pages included: a guest may write to all of them.
 type budget struct {
-	limit int64 // bytes
-	used  atomic.Int64
+	limit   int64 // bytes
+	used    atomic.Int64
+	reclaim atomic.Pointer[func(need int64) int64] // Engine.SetReclaim
+}
+
+// grow reserves n bytes for a running guest's growth. When they do not fit,
+// the reclaim hook (if any) is asked to free at least n bytes elsewhere —
+// the workspace registry hibernates idle interpreters — and the
+// reservation is tried once more.
+func (b *budget) grow(n int64) bool {
+	if b.take(n, false) {
+		return true
+	}
+	if f := b.reclaim.Load(); f != nil && (*f)(n) > 0 {
+		return b.take(n, false)
+	}
+	return false
 }
 
 // take reserves n bytes; force takes them even beyond the limit (an
@@ -95,7 +110,7 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	}
 	if size > cur {
 		delta := int64(size - cur)
-		if !m.b.take(delta, m.forced) {
+		if !(m.forced && m.b.take(delta, true) || !m.forced && m.b.grow(delta)) {
 			m.refused.Add(1)
 			return nil
 		}

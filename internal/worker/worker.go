@@ -176,12 +176,14 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		// also ends a wait for input, then the kill after the grace.
 		st.interrupt.Store(true)
 		stopInput()
+		w.e.observer().Interrupted(w.lang)
 		grace := time.NewTimer(w.e.cfg.InterruptGrace)
 		select {
 		case out = <-done:
 			grace.Stop()
 		case <-grace.C:
 			killed = true
+			w.e.observer().Killed(w.lang)
 			st.kill.Store(true) // with the kill switch the guest traps within microseconds
 			wait := time.NewTimer(killWait)
 			if !w.e.cfg.StrictTermination {

@@ -115,12 +115,14 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 			m.log.Info("interpreter closed without saving", zap.String("workspace", w.key.id),
 				zap.String("language", lang), zap.String("reason", string(unsaved)), zap.Error(err))
 			m.closeRunner(w, lang, r)
+			m.obs.StateLost(lang, unsaved)
 			if err := writeNote(w.state, lang, note(unsaved)); err != nil {
 				m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 			}
 			continue
 		}
 		m.closeRunner(w, lang, r)
+		m.obs.Hibernated(lang)
 		saved++
 		m.log.Debug("hibernated", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Int64("bytes", size))
 	}
@@ -220,6 +222,33 @@ func (m *Manager) heldBy(w *ws) int64 {
 	return n
 }
 
+// shedder brings the live interpreters back under MaxWorkspaces and
+// MemoryBudget after calls that ran above them end. A new interpreter makes
+// room before it starts (makeRoom), but it cannot hibernate workspaces that
+// are busy, so the limits can be exceeded while every live workspace is
+// running; without this, they would stay exceeded until the next new
+// interpreter. It runs until Close, outside any call, so no call waits for
+// the hibernations.
+func (m *Manager) shedder() {
+	defer close(m.shedDone)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.overLimit:
+			m.makeRoom(0)
+			m.fitMemory()
+		}
+	}
+}
+
+// overLimitLocked reports whether the live interpreters exceed
+// MaxWorkspaces or MemoryBudget. m.mu is held.
+func (m *Manager) overLimitLocked() bool {
+	return m.cfg.MaxWorkspaces > 0 && m.live > m.cfg.MaxWorkspaces ||
+		m.cfg.MemoryBudget > 0 && m.memoryLocked() > m.cfg.MemoryBudget
+}
+
 // makeRoom makes n more runners fit under MaxWorkspaces (see shed).
 func (m *Manager) makeRoom(n int) {
 	if m.cfg.MaxWorkspaces <= 0 {
@@ -300,6 +329,7 @@ func (m *Manager) expire(pdir, id string, cutoff time.Time) bool {
 		p := imagePath(w.state, lang)
 		if info, err := os.Stat(p); err == nil && info.ModTime().Before(cutoff) {
 			os.Remove(p)
+			m.obs.StateLost(lang, ReasonIdleTTL)
 			if err := writeNote(w.state, lang, note(ReasonIdleTTL)); err != nil {
 				m.log.Error("workspace state note", zap.String("workspace", id), zap.Error(err))
 			}

@@ -224,7 +224,11 @@ func TestHammerHibernationKeepsEveryCount(t *testing.T) {
 		}
 	}
 	// Workspaces whose turn is held keep their runners, so the cap can be
-	// exceeded while calls queue; once they are idle it holds again.
+	// exceeded while calls queue; once they are idle the shedder brings it
+	// back (in the background, after the call that ended above the cap).
+	for deadline := time.Now().Add(10 * time.Second); f.liveCount() > 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if f.liveCount() > 3 {
 		t.Errorf("live = %d after the calls, cap 3", f.liveCount())
 	}
@@ -376,5 +380,43 @@ func TestHibernateNow(t *testing.T) {
 	}
 	if err := m.Hibernate(ctx, "q", "w"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("another principal: %v", err)
+	}
+}
+
+func TestCapHoldsAgainOnceBusyWorkspacesAreIdle(t *testing.T) {
+	// Two calls run at once under max_workspaces = 1: the second interpreter
+	// cannot make room (the first workspace is busy), so the cap is exceeded
+	// while both run. Once they end, the idle one is hibernated without
+	// waiting for a third interpreter, and its state comes back.
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxConcurrentRuns: 2, MaxWorkspaces: 1}, f)
+	run(t, m, "p", "a", "set k a")
+	done := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() {
+			_, err := m.Run(context.Background(), Request{Principal: "p", Workspace: id, Language: "js", Code: "wait"})
+			done <- err
+		}()
+	}
+	<-f.started
+	<-f.started
+	if n := f.liveCount(); n != 2 {
+		t.Fatalf("live = %d while both run, want 2 (the cap is exceeded while every live workspace is busy)", n)
+	}
+	f.release <- struct{}{}
+	f.release <- struct{}{}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); f.liveCount() > 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := f.liveCount(); n > 1 {
+		t.Fatalf("live = %d after both calls ended, cap 1", n)
+	}
+	if out := run(t, m, "p", "a", "get k"); value(out.Result) != "a" || out.Result.Reset {
+		t.Fatalf("workspace a after hibernation: %q reset=%v", value(out.Result), out.Result.Reset)
 	}
 }

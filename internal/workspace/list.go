@@ -12,6 +12,10 @@ import (
 // Info describes one workspace for List.
 type Info struct {
 	ID string
+	// Principal is set by ListAll only: the name of the principal's
+	// directory, which is the principal itself when it is a plain name
+	// (principalDir).
+	Principal string
 	// Languages lists the languages whose interpreter state is kept, live
 	// or hibernated, sorted; Interpreters has the detail.
 	Languages    []string
@@ -49,6 +53,61 @@ func (m *Manager) List(principal string) []Info {
 	if err != nil {
 		return nil
 	}
+	return m.list(pd)
+}
+
+// ListAll returns every principal's workspaces, as List returns one's,
+// with Info.Principal set, most recently used first. It is an operator's
+// view (the admin listener's status page), never a client's.
+func (m *Manager) ListAll() []Info {
+	pds := map[string]bool{}
+	m.mu.Lock()
+	for k := range m.wss {
+		pds[k.pdir] = true
+	}
+	m.mu.Unlock()
+	entries, _ := os.ReadDir(m.cfg.DataDir)
+	for _, e := range entries {
+		if e.IsDir() && (ValidateID(e.Name()) == nil || isHexDir(e.Name())) {
+			pds[e.Name()] = true
+		}
+	}
+	var out []Info
+	for pd := range pds {
+		for _, in := range m.list(pd) {
+			in.Principal = pd
+			out = append(out, in)
+		}
+	}
+	sortInfos(out)
+	return out
+}
+
+// isHexDir reports a directory name principalDir makes of a principal that
+// is not a plain name.
+func isHexDir(name string) bool {
+	if len(name) < 3 || name[0] != '~' {
+		return false
+	}
+	for _, c := range name[1:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortInfos(out []Info) {
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].LastUsed.Equal(out[j].LastUsed) {
+			return out[i].LastUsed.After(out[j].LastUsed)
+		}
+		return out[i].Principal+"/"+out[i].ID < out[j].Principal+"/"+out[j].ID
+	})
+}
+
+// list is List of the principal whose directory name is pd.
+func (m *Manager) list(pd string) []Info {
 	pdir := filepath.Join(m.cfg.DataDir, pd)
 	infos := map[string]*Info{}
 	m.mu.Lock()
@@ -90,12 +149,7 @@ func (m *Manager) List(principal string) []Info {
 		m.describeState(in, filepath.Join(pdir, stateDirName, in.ID))
 		out = append(out, *in)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].LastUsed.Equal(out[j].LastUsed) {
-			return out[i].LastUsed.After(out[j].LastUsed)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortInfos(out)
 	return out
 }
 

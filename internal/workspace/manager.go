@@ -60,6 +60,14 @@ type Config struct {
 	// beyond it, idle workspaces are hibernated, least recently used first,
 	// after each run and on Reclaim. Zero means no budget.
 	MemoryBudget int64
+	// Observer watches calls and workspaces (observe.go). Nil means
+	// nothing is observed.
+	Observer Observer
+	// NewID mints the id of a workspace a call creates (Request.Workspace
+	// empty); it must return a valid id (ValidateID). Nil means a random
+	// UUIDv4. Several execd behind one balancer mint ids that route back to
+	// the instance that made them (cmd/execd).
+	NewID func() string
 }
 
 // Request is one call to run code.
@@ -146,6 +154,7 @@ type Manager struct {
 	log   *zap.Logger
 	slots *runSlots
 	start time.Time
+	obs   Observer
 
 	mu       sync.Mutex
 	wss      map[key]*ws
@@ -162,6 +171,8 @@ type Manager struct {
 	stop        chan struct{}
 	janitorDone chan struct{}
 	sweepDone   chan struct{}
+	overLimit   chan struct{} // a turn ended above a limit: the shedder hibernates
+	shedDone    chan struct{}
 	closeOnce   sync.Once
 	drainOnce   sync.Once
 }
@@ -199,6 +210,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		log:         log,
 		slots:       newRunSlots(cfg.MaxConcurrentRuns, cfg.MaxRunsPerPrincipal),
 		start:       time.Now(),
+		obs:         cfg.Observer,
 		wss:         map[key]*ws{},
 		recent:      map[string][]FileInfo{},
 		drained:     make(chan struct{}),
@@ -206,13 +218,22 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		sweepDone:   make(chan struct{}),
+		overLimit:   make(chan struct{}, 1),
+		shedDone:    make(chan struct{}),
 	}
 	m.fds.log = log
+	if m.obs == nil {
+		m.obs = nopObserver{}
+	}
+	if m.cfg.NewID == nil {
+		m.cfg.NewID = uuid.NewString
+	}
 	if cfg.HibernateAfter > 0 || cfg.IdleTTL > 0 {
 		go m.janitor()
 	} else {
 		close(m.janitorDone)
 	}
+	go m.shedder()
 	go func() {
 		defer close(m.sweepDone)
 		// File times come from a coarse clock: only what is clearly older
@@ -374,9 +395,16 @@ func (m *Manager) releaseTurn(w *ws) {
 	fsys := w.fs
 	m.active--
 	m.signalIdleLocked()
+	over := m.overLimitLocked()
 	m.mu.Unlock()
 	if fsys != nil {
 		fsys.Release()
+	}
+	if over {
+		select {
+		case m.overLimit <- struct{}{}:
+		default: // the shedder has been told already
+		}
 	}
 }
 
@@ -399,7 +427,7 @@ func (m *Manager) signalIdleLocked() {
 func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 	id := req.Workspace
 	if id == "" {
-		id = uuid.NewString()
+		id = m.cfg.NewID()
 	} else if err := ValidateID(id); err != nil {
 		return Outcome{Workspace: id}, err
 	}
@@ -424,11 +452,17 @@ func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 
 func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, out *Outcome) error {
 	q := &queued{sink: req.Sink}
-	if err := m.acquireTurn(ctx, w, q, true); err != nil {
+	endQueue := m.obs.Phase(ctx, PhaseQueue, lang)
+	err := m.acquireTurn(ctx, w, q, true)
+	endQueue(waitOutcome(err))
+	if err != nil {
 		return err
 	}
 	defer m.releaseTurn(w)
-	if err := m.slots.acquire(ctx, w.key.pdir, q, m.drained); err != nil {
+	endSlot := m.obs.Phase(ctx, PhaseSlot, lang)
+	err = m.slots.acquire(ctx, w.key.pdir, q, m.drained)
+	endSlot(waitOutcome(err))
+	if err != nil {
 		return err
 	}
 	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
@@ -453,9 +487,11 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 		opts.Input = slot
 	}
 	fsys.Track()
+	endRun := m.obs.Phase(ctx, PhaseRun, lang)
 	res, facts := r.Run(ctx, req.Code, opts)
 	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
+	endRun(string(out.Result.Status))
 	out.BudgetExceeded = facts.BudgetExceeded
 	out.Restored = start.restored
 
@@ -606,6 +642,8 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	if r != nil {
 		return r, start{}, nil
 	}
+	outcome := OutcomeFailed
+	defer func(end func(string)) { end(outcome) }(m.obs.Phase(ctx, PhaseStart, lang))
 	if sink != nil && m.f.Compiling(lang) {
 		sink.Progress(0, 0, "waiting for the "+lang+" guest to compile")
 	}
@@ -629,11 +667,13 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 			m.log.Warn("saved interpreter unusable; starting fresh", zap.String("workspace", w.key.id),
 				zap.String("language", lang), zap.String("reason", string(reason)), zap.Error(err))
 			st.lost = reason
+			m.obs.StateLost(lang, reason)
 		} else {
 			st.restored = true
 		}
 	case n == noteLive:
 		st.lost = ReasonRestarted
+		m.obs.StateLost(lang, ReasonRestarted)
 	case n != noteNone:
 		st.lost = ResetReason(n)
 	}
@@ -660,6 +700,10 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	w.mem[lang] = r.MemoryBytes()
 	m.live++
 	m.mu.Unlock()
+	outcome = OutcomeNew
+	if st.restored {
+		outcome = OutcomeRestored
+	}
 	return r, st, nil
 }
 
@@ -721,9 +765,11 @@ func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Resu
 	reason := st.lost
 	if facts.Fresh && reason == "" {
 		reason = ReasonCrashed
+		m.obs.StateLost(lang, ReasonCrashed)
 	}
 	if facts.Discarded != "" {
 		reason = facts.Discarded
+		m.obs.StateLost(lang, facts.Discarded)
 		m.closeRunner(w, lang, r)
 		if err := writeNote(w.state, lang, note(facts.Discarded)); err != nil {
 			m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
@@ -791,6 +837,9 @@ func (m *Manager) dropState(w *ws, why note) {
 		n := readNote(w.state, lang)
 		if _, live := rs[lang]; !live && n == noteNone {
 			continue
+		}
+		if why != noteNone && (rs[lang] != nil || n.hasImage()) {
+			m.obs.StateLost(lang, ResetReason(why))
 		}
 		os.Remove(imagePath(w.state, lang))
 		if err := writeNote(w.state, lang, why); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -919,6 +968,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	})
 	<-m.janitorDone
 	<-m.sweepDone
+	<-m.shedDone
 	start := time.Now()
 	saved := m.hibernateAll(ctx)
 	select {
@@ -936,6 +986,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, w := range all {
 		rs := m.takeRunners(w)
 		lost += len(rs)
+		for lang := range rs {
+			m.obs.StateLost(lang, ReasonRestarted)
+		}
 		m.closeRunners(w.key, rs)
 	}
 	if saved+lost > 0 {
@@ -986,6 +1039,9 @@ type Health struct {
 	// Live counts live interpreters; MemoryBytes is what they hold.
 	Live        int
 	MemoryBytes int64
+	// RunsInFlight counts the run slots taken now; RunSlots is their
+	// number (Config.MaxConcurrentRuns, or its default).
+	RunsInFlight, RunSlots int
 }
 
 // Health reports the Manager's condition.
@@ -998,6 +1054,7 @@ func (m *Manager) Health() Health {
 	h.Live = m.live
 	h.MemoryBytes = m.memoryLocked()
 	m.mu.Unlock()
+	h.RunsInFlight, h.RunSlots = m.slots.inUse()
 	return h
 }
 

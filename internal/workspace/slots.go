@@ -92,6 +92,13 @@ func (s *runSlots) acquire(ctx context.Context, p string, q *queued, drained <-c
 	return err
 }
 
+// inUse reports the slots taken and their number.
+func (s *runSlots) inUse() (used, max int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used, s.max
+}
+
 // release ends one run of principal p and admits waiters.
 func (s *runSlots) release(p string) {
 	s.mu.Lock()

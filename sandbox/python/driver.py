@@ -1,21 +1,23 @@
 # execd Python guest: runs one cell in __main__ with REPL semantics.
 # Embedded into python.wasm by build-python.sh and run once by glue.c's
 # execd_init; glue.c calls run_cell(source) per cell and reseed() in a clone
-# of a memory image. Imports here are builtin or frozen only (start-up
-# time), but for traceback and linecache, which reporting an error needs:
-# imported on the first error, after a memory bomb, they would stay in the
-# middle of the freed heap and split it (the largest allocation possible
-# afterwards fell from 30 to 15 MiB of a 40 MiB cap). The names of builtins
-# used here come from a copy glue.c made before any cell ran.
+# of a memory image. Imports here are builtin or frozen, and traceback and
+# linecache, which the report of an error needs: imported at init (paid
+# once per daemon: new interpreters are copies of this one), reporting an
+# error imports nothing, so it neither needs memory the error may have
+# taken (out of memory) nor leaves those modules' objects in the middle of
+# a heap that a memory bomb filled, where they would split the space the
+# bomb frees. The names of builtins used here come from a copy glue.c made
+# before any cell ran.
 import _ast
 import _io
 import builtins
-import linecache
 import os
 import sys
-import traceback
 
 import execd
+import linecache
+import traceback
 
 
 def show(x):
@@ -81,6 +83,64 @@ def _restore_stdio():
         _stderr = _stream(2)
     sys.stdout = sys.__stdout__ = _stdout
     sys.stderr = sys.__stderr__ = _stderr
+
+
+# Libraries the sandbox cannot have (C extensions, the network): importing
+# one fails with a message that says what it offers instead, so that the
+# code's author changes course instead of retrying.
+_OFFERS = ("Available: sqlite3, csv, json, statistics, math, decimal, fractions (standard library); "
+           "dateutil, tabulate, pytz, openpyxl, png (pypng), networkx, yaml, jinja2, sympy, mpmath. "
+           "Nothing can be installed (no pip, no network).")
+_NUMERIC = ("For numerics use lists with math, statistics, fractions and decimal, mpmath (matrices, "
+            "high precision) or sympy (exact and symbolic).")
+_TABLES = ("For tables use csv or sqlite3 (SQL, also in memory: sqlite3.connect(':memory:')), "
+           "statistics for summaries, tabulate to print and openpyxl for .xlsx files.")
+_PLOTS = "There is no plotting library; png (pypng) writes PNG images from rows of pixels."
+_NET = "The sandbox has no network access."
+_HINTS = {
+    "numpy": _NUMERIC,
+    "scipy": ("Use statistics and math, mpmath (special functions, quadrature, root finding, ODEs), "
+              "sympy, or networkx for graphs."),
+    "sklearn": _NUMERIC,
+    "pandas": _TABLES,
+    "polars": _TABLES,
+    "pyarrow": _TABLES,
+    "statsmodels": "statistics has mean, stdev, correlation, linear_regression and NormalDist.",
+    "matplotlib": _PLOTS,
+    "seaborn": _PLOTS,
+    "plotly": _PLOTS,
+    "PIL": "png (pypng) reads and writes PNG images.",
+    "requests": _NET,
+    "httpx": _NET,
+    "urllib3": _NET,
+    "aiohttp": _NET,
+    "bs4": "html.parser (standard library) parses HTML.",
+    "lxml": "xml.etree.ElementTree (standard library) parses XML.",
+}
+
+
+class _Unavailable:
+    """The last finder on sys.meta_path: an import of a library in _HINTS
+    (when nothing else found it) raises ModuleNotFoundError with the hint.
+    A lookup (importlib.util.find_spec) still answers None, as code that
+    probes for an optional library expects."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        hint = _HINTS.get(name) if path is None else None
+        if hint is None:
+            return None
+        try:  # an import statement, __import__ or import_module, not a lookup
+            importing = sys._getframe(2).f_code.co_name == "_find_and_load_unlocked"
+        except ValueError:
+            importing = False
+        if not importing:
+            return None
+        raise ModuleNotFoundError("No module named %r: it cannot be installed in this sandbox. %s %s"
+                                  % (name, hint, _OFFERS), name=name)
+
+
+sys.meta_path.append(_Unavailable)
 
 
 def _await(coro):
@@ -205,10 +265,13 @@ def run_cell(source):
     _flush()
     if exc is None:
         return "ok", value, None
-    if isinstance(exc, MemoryError):
-        status = "oom"
-    elif isinstance(exc, KeyboardInterrupt) and execd._fired():
+    # A stop the host asked for is the status whatever exception it ended
+    # in (KeyboardInterrupt, or what a library made of it: sqlite3's
+    # OperationalError "interrupted").
+    if execd._fired():
         status = "interrupted"
+    elif isinstance(exc, MemoryError):
+        status = "oom"
     else:
         status = "error"
     try:

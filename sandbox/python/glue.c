@@ -19,6 +19,8 @@
 #include <time.h>
 #include <wasi/api.h>
 
+#include "sqlite3.h"
+
 #define EXPORT(name) __attribute__((export_name(name)))
 #define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
 
@@ -60,9 +62,12 @@ extern int _Py_execd_max_recursion_limit;
 #define STACK_MARGIN (256 << 10)
 #define MAX_RECURSION_LIMIT 100000
 
-/* Where the worker mounts python-stdlib.zip (read-only). */
+/* Where the worker mounts python-stdlib.zip (read-only, at /usr): the
+   standard library, and the kit of pure-Python packages where Debian's
+   apt puts them. */
 #define PYTHON_HOME L"/usr/local"
 #define PYTHON_LIB L"/usr/local/lib/python3.11"
+#define PYTHON_KIT L"/usr/lib/python3/dist-packages"
 
 /* Longest printable value handed back; the host truncates further. */
 #define MAX_VALUE_BYTES (1 << 20)
@@ -194,6 +199,113 @@ static void install_allocators(void)
     PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &counted);
     PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &counted);
     PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &counted);
+}
+
+/* ---- SQLite ---------------------------------------------------------------
+ * SQLite (linked in for the sqlite3 module) allocates through the same
+ * counted functions, so a database that fills memory (an in-memory table,
+ * a huge sort, the page cache) meets the heap cap: SQLITE_NOMEM, which
+ * the sqlite3 module raises as MemoryError. */
+
+static void *sq_malloc(int n) { return raw_malloc(NULL, (size_t)n); }
+static void sq_free(void *p) { raw_free(NULL, p); }
+static void *sq_realloc(void *p, int n) { return raw_realloc(NULL, p, (size_t)n); }
+static int sq_size(void *p) { return p ? (int)malloc_usable_size(p) : 0; }
+static int sq_roundup(int n) { return (n + 7) & ~7; }
+static int sq_init(void *unused) { (void)unused; return SQLITE_OK; }
+static void sq_shutdown(void *unused) { (void)unused; }
+
+/* A running statement stops softly: every connection has a progress
+ * handler that polls the host's stop request (the one the eval breaker
+ * polls) every SQLITE_POLL_OPS virtual machine instructions. A yes
+ * aborts the statement (sqlite3.OperationalError "interrupted", which
+ * the code may catch; the eval loop then raises KeyboardInterrupt at its
+ * next check, as for any stop) and the cell's status is interrupted
+ * (driver.py). SQLite has one progress handler per connection, and the
+ * code may set its own (Connection.set_progress_handler): the link wraps
+ * sqlite3_progress_handler (build-python.sh, --wrap) so that the code's
+ * handler is called from ours, at about the interval it asked for,
+ * instead of replacing it. The state lives in the connection's client
+ * data, freed when it closes. */
+
+#define SQLITE_POLL_OPS 1000
+#define PROGRESS_KEY "execd.progress"
+
+struct progress {
+    int (*cb)(void *); /* the code's handler, or NULL */
+    void *arg;
+    int every;         /* its interval */
+    int step;          /* the interval SQLite calls on_progress at */
+    int since_poll, since_cb;
+};
+
+void __real_sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), void *arg);
+
+static int on_progress(void *ctx)
+{
+    struct progress *p = ctx;
+    p->since_poll += p->step;
+    if (p->since_poll >= SQLITE_POLL_OPS) {
+        p->since_poll = 0;
+        _Py_ExecdCheckInterrupt();
+        if (_Py_execd_stop_pending)
+            return 1;
+    }
+    if (p->cb) {
+        p->since_cb += p->step;
+        if (p->since_cb >= p->every) {
+            p->since_cb = 0;
+            return p->cb(p->arg);
+        }
+    }
+    return 0;
+}
+
+static void install_progress(sqlite3 *db, struct progress *p)
+{
+    p->step = p->cb && p->every < SQLITE_POLL_OPS ? p->every : SQLITE_POLL_OPS;
+    p->since_poll = p->since_cb = 0;
+    __real_sqlite3_progress_handler(db, p->step, on_progress, p);
+}
+
+void __wrap_sqlite3_progress_handler(sqlite3 *db, int n, int (*cb)(void *), void *arg)
+{
+    struct progress *p = sqlite3_get_clientdata(db, PROGRESS_KEY);
+    if (!p) { /* a connection on_open could not equip */
+        __real_sqlite3_progress_handler(db, n, cb, arg);
+        return;
+    }
+    p->cb = n > 0 ? cb : NULL;
+    p->arg = arg;
+    p->every = n;
+    install_progress(db, p);
+}
+
+/* Runs for every new connection (sqlite3_auto_extension). */
+static int on_open(sqlite3 *db, char **err, const sqlite3_api_routines *api)
+{
+    struct progress *p = sqlite3_malloc(sizeof(*p));
+    (void)err;
+    (void)api;
+    if (!p)
+        return SQLITE_NOMEM;
+    memset(p, 0, sizeof(*p));
+    if (sqlite3_set_clientdata(db, PROGRESS_KEY, p, sqlite3_free) != SQLITE_OK) {
+        sqlite3_free(p);
+        return SQLITE_NOMEM;
+    }
+    install_progress(db, p);
+    return SQLITE_OK;
+}
+
+static int setup_sqlite(void)
+{
+    static const sqlite3_mem_methods mem = {
+        sq_malloc, sq_free, sq_realloc, sq_size, sq_roundup, sq_init, sq_shutdown, NULL,
+    };
+    if (sqlite3_config(SQLITE_CONFIG_MALLOC, &mem) != SQLITE_OK)
+        return -1;
+    return sqlite3_auto_extension((void (*)(void))on_open) == SQLITE_OK ? 0 : -1;
 }
 
 /* ---- sleeping ------------------------------------------------------------
@@ -585,6 +697,8 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     if (mem_limit)
         heap_limit = cur_limit = mem_limit;
     install_allocators();
+    if (setup_sqlite() != 0)
+        return -6;
 
     PyPreConfig_InitIsolatedConfig(&pre);
     pre.utf8_mode = 1;
@@ -611,6 +725,8 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
         st = PyConfig_SetString(&config, &config.stdio_errors, L"backslashreplace");
     if (!PyStatus_Exception(st))
         st = PyWideStringList_Append(&config.module_search_paths, PYTHON_LIB);
+    if (!PyStatus_Exception(st))
+        st = PyWideStringList_Append(&config.module_search_paths, PYTHON_KIT);
     if (!PyStatus_Exception(st))
         st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);

@@ -108,6 +108,9 @@
 
   // seen: the containers being printed, for [Circular].
   const seen = new SetCtor();
+  // printers: how objects of execd's own classes print (web.js registers
+  // URL and URLSearchParams), by prototype; fn(v, fmt) gives the text.
+  const printers = new MapCtor();
 
   function fmt(v, depth) {
     switch (typeof v) {
@@ -121,6 +124,15 @@
     }
     if (v === null) return "null";
     if (setHas(seen, v)) return "[Circular]";
+    if (mapSize(printers) > 0) {
+      let p = null;
+      try { p = protoOf(v); } catch (e) { }
+      const pr = p !== null && mapGet(printers, p);
+      if (pr) {
+        setAdd(seen, v);
+        try { return pr(v, (x) => fmt(x, depth + 1)); } catch (e) { } finally { setDelete(seen, v); }
+      }
+    }
     if (isPrototypeOf(ErrorProto, v)) {
       const head = errorToString(v), stack = own(v, "stack");
       return stack ? head + "\n" + trimEnd(Str(stack)) : head;
@@ -304,7 +316,218 @@
   define("clearTimeout", clearTimer);
   define("clearInterval", clearTimer);
   define("queueMicrotask", (fn) => { promiseThen(resolved, () => fn()); });
+  // ---- static imports in a cell ------------------------------------------
+  // rewriteImports(src): the cell with each top-level import declaration
+  // made a call of import(), as the Node REPL does:
+  //   import x, { a, b as c } from "m"  ->  const { default: x, a, b: c } = await import("m");
+  //   import * as ns from "m"           ->  const ns = await import("m");
+  //   import "m"                        ->  await import("m");
+  // An import attribute (with { type: "json" }) is dropped: the loader knows
+  // a .json file by its name. Only declarations outside every bracket are
+  // touched: in a script they are syntax errors, so no valid code changes
+  // meaning. Each declaration keeps its line breaks, so later lines keep
+  // their numbers. guest.c calls this only for a cell that says "import".
+  const isSpace = (c) => c === 32 || c === 9 || c === 10 || c === 13 || c === 11 || c === 12 || c === 0xa0 || c === 0xfeff || c === 0x2028 || c === 0x2029;
+  const isIdent = (c, first) => identChar(c, first) || c >= 0x80 || c === 92; // letters beyond ASCII, escapes
+  const regexAfter = "(,=:[!&|?{};+-*%<>~^";
+  const regexWords = new SetCtor();
+  setAdd(regexWords, "return"); setAdd(regexWords, "typeof"); setAdd(regexWords, "case");
+  setAdd(regexWords, "do"); setAdd(regexWords, "else"); setAdd(regexWords, "in");
+  setAdd(regexWords, "of"); setAdd(regexWords, "new"); setAdd(regexWords, "delete");
+  setAdd(regexWords, "void"); setAdd(regexWords, "throw"); setAdd(regexWords, "await"); setAdd(regexWords, "yield");
+
+  function rewriteImports(src) {
+    const n = src.length;
+    let i = 0, depth = 0, out = "", last = 0, prev = "", changed = false;
+    const stack = []; // per open brace: true when it opened a template's ${
+    let sp = 0;
+
+    // skip(j): the index of the next significant character from j.
+    function skip(j) {
+      for (;;) {
+        while (j < n && isSpace(charCodeAt(src, j))) j++;
+        if (charCodeAt(src, j) === 47 && charCodeAt(src, j + 1) === 47) {
+          while (j < n && charCodeAt(src, j) !== 10) j++;
+        } else if (charCodeAt(src, j) === 47 && charCodeAt(src, j + 1) === 42) {
+          const e = strIndexOf(src, "*/", j + 2);
+          j = e < 0 ? n : e + 2;
+        } else return j;
+      }
+    }
+    function ident(j) {
+      let k = j;
+      while (k < n && isIdent(charCodeAt(src, k), k === j)) k++;
+      return k;
+    }
+    // quoted(j): the end of the string literal starting at j, or -1.
+    function quoted(j) {
+      const q = charCodeAt(src, j);
+      for (let k = j + 1; k < n; k++) {
+        const c = charCodeAt(src, k);
+        if (c === 92) k++;
+        else if (c === q) return k + 1;
+        else if (c === 10) return -1;
+      }
+      return -1;
+    }
+    // template(j): from inside a template at j, the index after its end (a
+    // backquote) or after a "${" (then the brace is pushed), or n.
+    function template(j) {
+      for (; j < n; j++) {
+        const c = charCodeAt(src, j);
+        if (c === 92) j++;
+        else if (c === 96) return j + 1;
+        else if (c === 36 && charCodeAt(src, j + 1) === 123) {
+          stack[sp++] = true;
+          depth++;
+          return j + 2;
+        }
+      }
+      return n;
+    }
+    // word(k, w): the keyword w is at k.
+    function word(k, w) {
+      return strSlice(src, k, k + w.length) === w && !isIdent(charCodeAt(src, k + w.length), false);
+    }
+    // declaration(j): from after "import" at j, the declaration's rewrite
+    // and its end, or null when it is not one this can rewrite (the
+    // engine's syntax error then says what is wrong).
+    function declaration(j) {
+      let k = skip(j), binds = "", ns = "", c = charCodeAt(src, k);
+      if (c !== 34 && c !== 39) { // not import "m"
+        let more = true;
+        if (isIdent(c, true)) { // default binding
+          const e = ident(k);
+          binds = "default: " + strSlice(src, k, e);
+          k = skip(e);
+          more = charCodeAt(src, k) === 44;
+          if (more) k = skip(k + 1);
+        }
+        if (more) {
+          c = charCodeAt(src, k);
+          if (c === 42) { // * as ns
+            k = skip(k + 1);
+            if (!word(k, "as")) return null;
+            k = skip(k + 2);
+            const e = ident(k);
+            if (e === k) return null;
+            ns = strSlice(src, k, e);
+            k = skip(e);
+          } else if (c === 123) { // { a, b as c, "d" as e }
+            k = skip(k + 1);
+            while (charCodeAt(src, k) !== 125) {
+              const q = charCodeAt(src, k), str = q === 34 || q === 39;
+              const e = str ? quoted(k) : ident(k);
+              if (e <= k) return null;
+              const name = strSlice(src, k, e);
+              let local = name;
+              k = skip(e);
+              if (word(k, "as")) {
+                k = skip(k + 2);
+                const f = ident(k);
+                if (f === k) return null;
+                local = strSlice(src, k, f);
+                k = skip(f);
+              } else if (str) return null;
+              binds += (binds ? ", " : "") + (local === name ? name : name + ": " + local);
+              if (charCodeAt(src, k) === 44) k = skip(k + 1);
+              else if (charCodeAt(src, k) !== 125) return null;
+            }
+            k = skip(k + 1);
+          } else return null;
+        }
+        if (!word(k, "from")) return null;
+        k = skip(k + 4);
+        c = charCodeAt(src, k);
+        if (c !== 34 && c !== 39) return null;
+      }
+      const m1 = quoted(k);
+      if (m1 < 0) return null;
+      const call = "await import(" + strSlice(src, k, m1) + ")";
+      let end = m1, t = skip(m1);
+      if (word(t, "with") || word(t, "assert")) { // an import attribute: dropped
+        const b = skip(t + (word(t, "with") ? 4 : 6));
+        const e = charCodeAt(src, b) === 123 ? strIndexOf(src, "}", b) : -1;
+        if (e < 0) return null;
+        end = e + 1;
+        t = skip(end);
+      }
+      if (charCodeAt(src, t) === 59) end = t + 1; // ;
+      let text;
+      if (ns && binds) text = "const " + ns + " = " + call + ", { " + binds + " } = " + ns + ";";
+      else if (ns) text = "const " + ns + " = " + call + ";";
+      else if (binds) text = "const { " + binds + " } = " + call + ";";
+      else text = call + ";";
+      for (let x = j; x < end; x++) if (charCodeAt(src, x) === 10) text += "\n";
+      return { text, end };
+    }
+
+    while (i < n) {
+      const c = charCodeAt(src, i);
+      if (isSpace(c)) { i++; continue; }
+      if (c === 47 && (charCodeAt(src, i + 1) === 47 || charCodeAt(src, i + 1) === 42)) { i = skip(i); continue; }
+      if (c === 34 || c === 39) { const e = quoted(i); i = e < 0 ? n : e; prev = "x"; continue; }
+      if (c === 96) { i = template(i + 1); prev = "x"; continue; }
+      if (c === 47) {
+        if (prev === "" || prev === "w" || (prev.length === 1 && strIndexOf(regexAfter, prev) >= 0)) {
+          let k = i + 1, cls = false;
+          for (; k < n; k++) {
+            const d = charCodeAt(src, k);
+            if (d === 92) k++;
+            else if (d === 91) cls = true;
+            else if (d === 93) cls = false;
+            else if (d === 47 && !cls) break;
+            else if (d === 10) break;
+          }
+          i = ident(k + 1);
+          prev = "x";
+        } else {
+          i++;
+          prev = "/";
+        }
+        continue;
+      }
+      if (isIdent(c, true)) {
+        const e = ident(i), word = strSlice(src, i, e);
+        if (word === "import" && depth === 0 && prev !== ".") {
+          const d = charCodeAt(src, skip(e));
+          if (d !== 40 && d !== 46) { // not import( or import.meta
+            const r = declaration(e);
+            if (r !== null) {
+              out += strSlice(src, last, i) + r.text;
+              i = last = r.end;
+              prev = ";";
+              changed = true;
+              continue;
+            }
+          }
+        }
+        prev = setHas(regexWords, word) ? "w" : "x";
+        i = e;
+        continue;
+      }
+      if (c >= 48 && c <= 57) { // a number, up to its last digit, letter or dot
+        i++;
+        while (i < n && (isIdent(charCodeAt(src, i), false) || charCodeAt(src, i) === 46)) i++;
+        prev = "x";
+        continue;
+      }
+      if (c === 123 || c === 40 || c === 91) {
+        if (c === 123) stack[sp++] = false;
+        depth++;
+      } else if (c === 125 || c === 41 || c === 93) {
+        if (depth > 0) depth--;
+        if (c === 125 && sp > 0 && stack[--sp]) { i = template(i + 1); prev = "x"; continue; }
+      }
+      prev = c === 41 || c === 93 ? "x" : strSlice(src, i, i + 1);
+      i++;
+    }
+    return changed ? out + strSlice(src, last) : src;
+  }
+
   helpers.inspect = inspect;
+  helpers.rewriteImports = rewriteImports;
+  helpers.setPrinter = (proto, fn) => { mapSet(printers, proto, fn); };
   helpers.nextTimer = nextTimer;
   helpers.runTimer = runTimer;
   helpers.clearTimers = clearTimers;

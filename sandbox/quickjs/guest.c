@@ -317,38 +317,37 @@ static JSValue throw_errno(JSContext *c, const char *op, const char *path)
     return JS_ThrowTypeError(c, "%s '%s': %s", op, path, strerror(errno));
 }
 
-/* read_whole reads the file at path into *data (js_malloc'd, the caller
-   frees it) and *len. Returns 0, or -1 with errno set (a JS exception is
-   pending when out of memory). */
-static int read_whole(JSContext *c, const char *path, char **data, size_t *len)
+/* read_file(path): the whole file, NUL-terminated, from js_malloc; NULL
+   with errno set when it cannot be opened, or with an exception pending
+   when memory ran out. */
+static char *read_file(JSContext *c, const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
-    size_t cap = 0, n;
-    *data = NULL;
-    *len = 0;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, r;
     if (!f)
-        return -1;
+        return NULL;
     for (;;) {
-        if (*len == cap) {
+        if (len + 1 >= cap) {
             char *p;
             cap = cap ? cap * 2 : 65536;
-            p = js_realloc(c, *data, cap);
+            p = js_realloc(c, buf, cap);
             if (!p) {
-                js_free(c, *data);
-                *data = NULL;
+                js_free(c, buf);
                 fclose(f);
-                errno = ENOMEM;
-                return -1;
+                return NULL;
             }
-            *data = p;
+            buf = p;
         }
-        n = fread(*data + *len, 1, cap - *len, f);
-        if (n == 0)
+        r = fread(buf + len, 1, cap - len - 1, f);
+        if (r == 0)
             break;
-        *len += n;
+        len += r;
     }
     fclose(f);
-    return 0;
+    buf[len] = 0;
+    *n = len;
+    return buf;
 }
 
 /* fs.readFile(path) -> string (UTF-8) */
@@ -356,20 +355,20 @@ static JSValue js_fs_read(JSContext *c, JSValueConst this_val, int argc, JSValue
 {
     const char *path;
     char *data;
-    size_t len;
+    size_t len = 0;
     JSValue ret;
     (void)this_val;
     path = JS_ToCString(c, argc > 0 ? argv[0] : JS_UNDEFINED);
     if (!path)
         return JS_EXCEPTION;
-    if (read_whole(c, path, &data, &len) != 0) {
-        ret = errno == ENOMEM ? JS_EXCEPTION : throw_errno(c, "readFile", path);
-        JS_FreeCString(c, path);
-        return ret;
+    data = read_file(c, path, &len);
+    if (!data) {
+        ret = JS_HasException(c) ? JS_EXCEPTION : throw_errno(c, "readFile", path);
+    } else {
+        ret = JS_NewStringLen(c, data, len);
+        js_free(c, data);
     }
     JS_FreeCString(c, path);
-    ret = JS_NewStringLen(c, data ? data : "", len);
-    js_free(c, data);
     return ret;
 }
 
@@ -471,6 +470,484 @@ static const JSCFunctionListEntry fs_funcs[] = {
     JS_CFUNC_MAGIC_DEF("rmdir", 1, js_fs_path_op, 3),
 };
 
+/* ---- natives of web.js: bytes, base64, entropy, the clock ---------------- */
+
+/* bytes_of(view): the bytes of a typed array (web.js hands every buffer
+   source over as a Uint8Array). NULL with an exception pending if view is
+   not one or its buffer is detached. */
+static uint8_t *bytes_of(JSContext *c, JSValueConst view, size_t *n)
+{
+    size_t off, len, per, size;
+    uint8_t *p;
+    JSValue buf = JS_GetTypedArrayBuffer(c, view, &off, &len, &per);
+    if (JS_IsException(buf))
+        return NULL;
+    p = JS_GetArrayBuffer(c, &size, buf);
+    JS_FreeValue(c, buf);
+    if (!p)
+        return NULL;
+    *n = len;
+    return p + off;
+}
+
+/* randomFill(u8): fills u8 with the host's entropy (WASI random_get). */
+static JSValue js_random_fill(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    size_t n;
+    uint8_t *p;
+    (void)this_val;
+    if (argc < 1 || !(p = bytes_of(c, argv[0], &n)))
+        return JS_EXCEPTION;
+    if (n && __wasi_random_get(p, n) != 0)
+        return JS_ThrowInternalError(c, "the host gave no entropy");
+    return JS_UNDEFINED;
+}
+
+/* utf8Encode(string) -> Uint8Array: UTF-8 with lone surrogates as U+FFFD
+   (QuickJS encodes them as 3-byte ED A0..BF xx sequences, the length of
+   EF BF BD). */
+static JSValue js_utf8_encode(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    size_t n, i, size;
+    const char *s;
+    uint8_t *p;
+    JSValue ab, u8;
+    (void)this_val;
+    s = JS_ToCStringLen2(c, &n, argc > 0 ? argv[0] : JS_UNDEFINED, 0);
+    if (!s)
+        return JS_EXCEPTION;
+    ab = JS_NewArrayBufferCopy(c, (const uint8_t *)s, n);
+    JS_FreeCString(c, s);
+    if (JS_IsException(ab))
+        return ab;
+    p = JS_GetArrayBuffer(c, &size, ab);
+    for (i = 0; p && i + 2 < n; i++) {
+        if (p[i] == 0xED && p[i + 1] >= 0xA0 && p[i + 1] <= 0xBF) {
+            p[i] = 0xEF;
+            p[i + 1] = 0xBF;
+            p[i + 2] = 0xBD;
+            i += 2;
+        }
+    }
+    {
+        /* the constructor reads all three arguments whatever argc says */
+        JSValueConst args[3] = {ab, JS_NewInt32(c, 0), JS_UNDEFINED};
+        u8 = JS_NewTypedArray(c, 3, args, JS_TYPED_ARRAY_UINT8);
+    }
+    JS_FreeValue(c, ab);
+    return u8;
+}
+
+/* utf8Decode(u8, fatal) -> string: the WHATWG UTF-8 decoder (Encoding,
+   section 9.1.1): each maximal invalid subpart becomes one U+FFFD, or with
+   fatal a TypeError. The output is built as valid UTF-8 first. */
+static JSValue js_utf8_decode(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    size_t n, i = 0, o = 0;
+    const uint8_t *p;
+    uint8_t *out;
+    int fatal = argc > 1 && JS_ToBool(c, argv[1]) > 0;
+    JSValue r;
+    (void)this_val;
+    if (argc < 1 || !(p = bytes_of(c, argv[0], &n)))
+        return JS_EXCEPTION;
+    if (n > ((size_t)1 << 28))
+        return JS_ThrowRangeError(c, "input too long");
+    out = js_malloc(c, n * 3 + 1);
+    if (!out)
+        return JS_EXCEPTION;
+    while (i < n) {
+        uint8_t b = p[i];
+        size_t need, k;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (b < 0x80) {
+            out[o++] = b;
+            i++;
+            continue;
+        }
+        if (b >= 0xC2 && b <= 0xDF)
+            need = 1;
+        else if (b >= 0xE0 && b <= 0xEF) {
+            need = 2;
+            if (b == 0xE0)
+                lo = 0xA0;
+            else if (b == 0xED)
+                hi = 0x9F;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            need = 3;
+            if (b == 0xF0)
+                lo = 0x90;
+            else if (b == 0xF4)
+                hi = 0x8F;
+        } else
+            goto invalid1;
+        for (k = 1; k <= need; k++) {
+            if (i + k >= n || p[i + k] < lo || p[i + k] > hi) {
+                /* the lead byte and the continuations so far are one subpart */
+                if (fatal)
+                    goto fail;
+                i += k;
+                goto replace;
+            }
+            lo = 0x80;
+            hi = 0xBF;
+        }
+        memcpy(out + o, p + i, need + 1);
+        o += need + 1;
+        i += need + 1;
+        continue;
+    invalid1:
+        if (fatal)
+            goto fail;
+        i++;
+    replace:
+        out[o++] = 0xEF;
+        out[o++] = 0xBF;
+        out[o++] = 0xBD;
+    }
+    r = JS_NewStringLen(c, (const char *)out, o);
+    js_free(c, out);
+    return r;
+fail:
+    js_free(c, out);
+    return JS_ThrowTypeError(c, "The encoded data was not valid for encoding utf-8");
+}
+
+/* latin1(s, &n): the UTF-16 code units of the JS string s as bytes, or NULL
+   (no exception) when one is above 0xFF; NULL with an exception when s is
+   not a string. The caller frees the result with js_free. */
+static uint8_t *latin1(JSContext *c, JSValueConst v, size_t *n, int *bad)
+{
+    size_t len, i, o = 0;
+    const char *s = JS_ToCStringLen2(c, &len, v, 1);
+    uint8_t *out;
+    *bad = 0;
+    if (!s)
+        return NULL;
+    out = js_malloc(c, len + 1);
+    if (!out) {
+        JS_FreeCString(c, s);
+        return NULL;
+    }
+    for (i = 0; i < len; i++) {
+        uint8_t b = (uint8_t)s[i];
+        if (b < 0x80) {
+            out[o++] = b;
+        } else if ((b == 0xC2 || b == 0xC3) && i + 1 < len) {
+            out[o++] = (uint8_t)(((b & 0x1F) << 6) | ((uint8_t)s[i + 1] & 0x3F));
+            i++;
+        } else {
+            *bad = 1;
+            break;
+        }
+    }
+    JS_FreeCString(c, s);
+    if (*bad) {
+        js_free(c, out);
+        return NULL;
+    }
+    *n = o;
+    return out;
+}
+
+/* binary_string(p, n): the JS string whose code units are the bytes p[0:n]. */
+static JSValue binary_string(JSContext *c, const uint8_t *p, size_t n)
+{
+    size_t i, o = 0;
+    JSValue r;
+    char *s = js_malloc(c, n * 2 + 1);
+    if (!s)
+        return JS_EXCEPTION;
+    for (i = 0; i < n; i++) {
+        if (p[i] < 0x80) {
+            s[o++] = (char)p[i];
+        } else {
+            s[o++] = (char)(0xC0 | (p[i] >> 6));
+            s[o++] = (char)(0x80 | (p[i] & 0x3F));
+        }
+    }
+    r = JS_NewStringLen(c, s, o);
+    js_free(c, s);
+    return r;
+}
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* btoa(s) -> base64 of s's code units, or null when one is above 0xFF
+   (web.js throws the DOMException). */
+static JSValue js_b64_encode(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    size_t n = 0, i, o = 0;
+    int bad;
+    uint8_t *in = latin1(c, argc > 0 ? argv[0] : JS_UNDEFINED, &n, &bad);
+    char *out;
+    JSValue r;
+    (void)this_val;
+    if (!in)
+        return bad ? JS_NULL : JS_EXCEPTION;
+    out = js_malloc(c, (n + 2) / 3 * 4 + 1);
+    if (!out) {
+        js_free(c, in);
+        return JS_EXCEPTION;
+    }
+    for (i = 0; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64_chars[v >> 18];
+        out[o++] = b64_chars[(v >> 12) & 63];
+        out[o++] = b64_chars[(v >> 6) & 63];
+        out[o++] = b64_chars[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        out[o++] = b64_chars[v >> 18];
+        out[o++] = b64_chars[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64_chars[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    js_free(c, in);
+    r = JS_NewStringLen(c, out, o);
+    js_free(c, out);
+    return r;
+}
+
+static int b64_value(uint8_t ch)
+{
+    const char *q;
+    if (!ch)
+        return -1;
+    q = strchr(b64_chars, ch);
+    return q ? (int)(q - b64_chars) : -1;
+}
+
+/* atob(s) -> the decoded binary string, or null when s is not valid
+   forgiving-base64 (HTML, section 8.3; web.js throws the DOMException). */
+static JSValue js_b64_decode(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    size_t n = 0, i, m = 0, o = 0;
+    int bad;
+    uint8_t *in = latin1(c, argc > 0 ? argv[0] : JS_UNDEFINED, &n, &bad);
+    uint32_t acc = 0;
+    int bits = 0;
+    JSValue r;
+    (void)this_val;
+    if (!in)
+        return bad ? JS_NULL : JS_EXCEPTION;
+    for (i = 0; i < n; i++) /* drop ASCII whitespace */
+        if (!strchr(" \t\n\f\r", in[i]) || !in[i])
+            in[m++] = in[i];
+    if (m % 4 == 0 && m > 0 && in[m - 1] == '=') {
+        m--;
+        if (in[m - 1] == '=')
+            m--;
+    }
+    if (m % 4 == 1)
+        goto invalid;
+    for (i = 0; i < m; i++) {
+        int v = b64_value(in[i]);
+        if (v < 0)
+            goto invalid;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            in[o++] = (uint8_t)(acc >> bits);
+        }
+    }
+    r = binary_string(c, in, o);
+    js_free(c, in);
+    return r;
+invalid:
+    js_free(c, in);
+    return JS_NULL;
+}
+
+/* now() -> the guest's monotonic clock in milliseconds, with fraction. */
+static JSValue js_now(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    struct timespec ts;
+    (void)this_val;
+    (void)argc;
+    (void)argv;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return JS_NewFloat64(c, (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6);
+}
+
+/* detach(arrayBuffer): what structuredClone's transfer leaves behind. */
+static JSValue js_detach(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc > 0)
+        JS_DetachArrayBuffer(c, argv[0]);
+    return JS_UNDEFINED;
+}
+
+static const JSCFunctionListEntry web_natives[] = {
+    JS_CFUNC_DEF("detach", 1, js_detach),
+    JS_CFUNC_DEF("randomFill", 1, js_random_fill),
+    JS_CFUNC_DEF("utf8Encode", 1, js_utf8_encode),
+    JS_CFUNC_DEF("utf8Decode", 2, js_utf8_decode),
+    JS_CFUNC_DEF("btoa", 1, js_b64_encode),
+    JS_CFUNC_DEF("atob", 1, js_b64_decode),
+    JS_CFUNC_DEF("now", 0, js_now),
+};
+
+/* ---- ES modules: files under /workspace ------------------------------------
+ * import() (and the static imports of a cell, which the cell rewrite of
+ * bootstrap.js turns into import()) resolve a specifier against the
+ * importing module's path, or /workspace for a cell: "./x.mjs", "../x.mjs"
+ * and "/workspace/x.mjs" name files; anything else (npm packages, node:
+ * built-ins) is not there. A query or fragment ("./x.mjs?v=2") is part of
+ * the module's identity, not of its path: QuickJS keeps every module it
+ * loaded for the interpreter's life, so a changed file is loaded again
+ * under a new query. A .json file is a module whose default export is its
+ * parsed content. */
+
+#define MODULE_ROOT "/workspace"
+
+/* normalize_path: "." and ".." segments and repeated slashes of the
+   absolute path p resolved in place (".." stops at the root). */
+static void normalize_path(char *p)
+{
+    char *out = p, *in = p;
+    while (*in) {
+        char *seg;
+        size_t len;
+        while (*in == '/')
+            in++;
+        seg = in;
+        while (*in && *in != '/')
+            in++;
+        len = (size_t)(in - seg);
+        if (len == 0 || (len == 1 && seg[0] == '.'))
+            continue;
+        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (out > p && *--out != '/')
+                ;
+            continue;
+        }
+        *out++ = '/';
+        memmove(out, seg, len);
+        out += len;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = 0;
+}
+
+static char *module_normalize(JSContext *c, const char *base, const char *name, void *opaque)
+{
+    size_t blen, nlen;
+    const char *slash, *tail;
+    char *r;
+    (void)opaque;
+    if (!strncmp(name, "file://", 7))
+        name += 7;
+    if (name[0] != '/' && strncmp(name, "./", 2) && strncmp(name, "../", 3) && strcmp(name, ".") && strcmp(name, ".."))
+        return js_strdup(c, name); /* bare: the loader says it is not there */
+    /* the query or fragment is kept as it is */
+    tail = name + strcspn(name, "?#");
+    nlen = strlen(name);
+    if (name[0] == '/') {
+        base = "";
+        blen = 0;
+    } else if (base[0] == '/') {
+        /* the base's directory, ignoring its own query */
+        blen = strcspn(base, "?#");
+        for (slash = base + blen; slash > base && *slash != '/'; slash--)
+            ;
+        blen = (size_t)(slash - base);
+    } else { /* a cell */
+        base = MODULE_ROOT;
+        blen = strlen(MODULE_ROOT);
+    }
+    r = js_malloc(c, blen + nlen + 2);
+    if (!r)
+        return NULL;
+    memcpy(r, base, blen);
+    r[blen] = '/';
+    memcpy(r + blen + 1, name, (size_t)(tail - name));
+    r[blen + 1 + (tail - name)] = 0;
+    normalize_path(r);
+    strcat(r, tail);
+    return r;
+}
+
+static JSValue throw_module_error(JSContext *c, const char *fmt, const char *name, const char *extra)
+{
+    char msg[512];
+    JSValue e = JS_NewError(c);
+    snprintf(msg, sizeof(msg), fmt, name, extra);
+    JS_DefinePropertyValueStr(c, e, "message", JS_NewString(c, msg), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+    return JS_Throw(c, e);
+}
+
+static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)
+{
+    char path[1024];
+    size_t plen, n = 0;
+    char *src;
+    JSValue fn, meta;
+    JSModuleDef *m;
+    const char *dot;
+    (void)opaque;
+    if (name[0] != '/') {
+        throw_module_error(c, "Cannot find package '%s'%s", name,
+            ": this sandbox has no npm packages or Node built-in modules; import files under "
+            MODULE_ROOT " by path (\"./lib.mjs\")");
+        return NULL;
+    }
+    plen = strcspn(name, "?#");
+    if (plen >= sizeof(path)) {
+        throw_module_error(c, "Cannot find module '%s'%s", name, ": path too long");
+        return NULL;
+    }
+    memcpy(path, name, plen);
+    path[plen] = 0;
+    src = read_file(c, path, &n);
+    if (!src) {
+        if (JS_HasException(c))
+            return NULL;
+        throw_module_error(c, "Cannot find module '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    dot = strrchr(path, '.');
+    if (dot && !strcmp(dot, ".json")) {
+        /* export default (the JSON text): JSON is a subset of JS expressions */
+        static const char head[] = "export default (\n", foot[] = "\n);\n";
+        char *js = js_malloc(c, sizeof(head) + n + sizeof(foot));
+        if (!js) {
+            js_free(c, src);
+            return NULL;
+        }
+        strcpy(js, head);
+        memcpy(js + sizeof(head) - 1, src, n);
+        strcpy(js + sizeof(head) - 1 + n, foot);
+        n += sizeof(head) + sizeof(foot) - 2;
+        js_free(c, src);
+        src = js;
+    }
+    fn = JS_Eval(c, src, n, name, JS_EVAL_TYPE_MODULE | JS_EVAL_FLAG_COMPILE_ONLY);
+    js_free(c, src);
+    if (JS_IsException(fn))
+        return NULL;
+    m = JS_VALUE_GET_PTR(fn);
+    meta = JS_GetImportMeta(c, m);
+    if (!JS_IsException(meta)) {
+        char url[1100];
+        const char *slash = strrchr(path, '/');
+        snprintf(url, sizeof(url), "file://%s", path);
+        JS_DefinePropertyValueStr(c, meta, "url", JS_NewString(c, url), JS_PROP_C_W_E);
+        JS_DefinePropertyValueStr(c, meta, "filename", JS_NewString(c, path), JS_PROP_C_W_E);
+        JS_DefinePropertyValueStr(c, meta, "dirname",
+            JS_NewStringLen(c, path, slash > path ? (size_t)(slash - path) : 1), JS_PROP_C_W_E);
+        JS_DefinePropertyValueStr(c, meta, "main", JS_FALSE, JS_PROP_C_W_E);
+    }
+    JS_FreeValue(c, meta);
+    /* the module is referenced by the runtime now */
+    JS_FreeValue(c, fn);
+    return m;
+}
+
 /* ---- show() and prompt(): images to the result, questions to the person -- */
 
 static JSValue interrupted_error(void);
@@ -490,28 +967,21 @@ static JSValue js_show(JSContext *c, JSValueConst this_val, int argc, JSValueCon
         const char *path = JS_ToCString(c, x);
         if (!path)
             return JS_EXCEPTION;
-        if (read_whole(c, path, &file, &n) != 0) {
-            JSValue e = errno == ENOMEM ? JS_EXCEPTION : throw_errno(c, "show", path);
+        file = read_file(c, path, &n);
+        if (!file) {
+            JSValue e = JS_HasException(c) ? JS_EXCEPTION : throw_errno(c, "show", path);
             JS_FreeCString(c, path);
             return e;
         }
         JS_FreeCString(c, path);
         p = (const uint8_t *)file;
     } else if ((p = JS_GetArrayBuffer(c, &n, x)) == NULL) {
-        size_t off, len, bpe;
-        JSValue buf;
-        JS_FreeValue(c, JS_GetException(c)); /* not an ArrayBuffer: try a view */
-        buf = JS_GetTypedArrayBuffer(c, x, &off, &len, &bpe);
-        if (JS_IsException(buf)) {
+        JS_FreeValue(c, JS_GetException(c)); /* not an ArrayBuffer: a view? */
+        p = bytes_of(c, x, &n);
+        if (!p) {
             JS_FreeValue(c, JS_GetException(c));
             return JS_ThrowTypeError(c, "show() takes a path or the bytes of an image (a Uint8Array or an ArrayBuffer)");
         }
-        p = JS_GetArrayBuffer(c, &n, buf);
-        JS_FreeValue(c, buf); /* x keeps the buffer alive */
-        if (!p)
-            return JS_EXCEPTION;
-        p += off;
-        n = len;
     }
     r = host_show(p, (uint32_t)n); /* wasm32: a buffer is below 4 GiB */
     js_free(c, file);
@@ -578,12 +1048,36 @@ static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst r
 
 /* ---- bootstrap ----------------------------------------------------------- */
 
-/* bootstrap.js, made into a C string by build.sh. */
+/* bootstrap.js, web.js and intl.js, made into C strings by build.sh. */
 #include "bootstrap.h"
+#include "web.h"
+#include "intl.h"
+
+/* run_init_script(src, args): evaluates src (a function expression) and
+   calls it with args; returns its result or JS_EXCEPTION. */
+static JSValue run_init_script(const char *src, size_t len, const char *name, int argc, JSValueConst *argv)
+{
+    JSValue fn = JS_Eval(ctx, src, len, name, JS_EVAL_TYPE_GLOBAL), r;
+    if (JS_IsException(fn))
+        return fn;
+    r = JS_Call(ctx, fn, JS_UNDEFINED, argc, argv);
+    JS_FreeValue(ctx, fn);
+    return r;
+}
+
+static void print_init_error(const char *what)
+{
+    JSValue e = JS_GetException(ctx);
+    const char *s = JS_ToCString(ctx, e);
+    fprintf(stderr, "execd: %s: %s\n", what, s ? s : "?");
+    if (s)
+        JS_FreeCString(ctx, s);
+    JS_FreeValue(ctx, e);
+}
 
 static int setup_globals(void)
 {
-    JSValue global, fn, args[2], fs;
+    JSValue global, args[3], fs, natives, r;
     int ret = -1;
 
     global = JS_GetGlobalObject(ctx);
@@ -595,16 +1089,31 @@ static int setup_globals(void)
     JS_SetPropertyFunctionList(ctx, fs, fs_funcs, sizeof(fs_funcs) / sizeof(fs_funcs[0]));
     JS_SetPropertyStr(ctx, global, "fs", fs);
 
-    fn = JS_Eval(ctx, bootstrap_js, sizeof(bootstrap_js) - 1, "<execd>", JS_EVAL_TYPE_GLOBAL);
-    if (JS_IsException(fn))
-        goto done;
     args[0] = JS_NewCFunction(ctx, js_write, "write", 2);
     args[1] = global;
-    helpers = JS_Call(ctx, fn, JS_UNDEFINED, 2, args);
+    helpers = run_init_script(bootstrap_js, sizeof(bootstrap_js) - 1, "<execd>", 2, args);
     JS_FreeValue(ctx, args[0]);
-    JS_FreeValue(ctx, fn);
-    if (JS_IsException(helpers))
+    if (JS_IsException(helpers)) {
+        print_init_error("bootstrap.js");
         goto done;
+    }
+    /* web.js and intl.js get the natives, the global object and the
+       helpers (to register how their objects print). */
+    natives = JS_NewObject(ctx);
+    JS_SetPropertyFunctionList(ctx, natives, web_natives, sizeof(web_natives) / sizeof(web_natives[0]));
+    args[0] = natives;
+    args[2] = helpers;
+    r = run_init_script(web_js, sizeof(web_js) - 1, "<execd:web>", 3, args);
+    if (!JS_IsException(r)) {
+        JS_FreeValue(ctx, r);
+        r = run_init_script(intl_js, sizeof(intl_js) - 1, "<execd:intl>", 3, args);
+    }
+    JS_FreeValue(ctx, natives);
+    if (JS_IsException(r)) {
+        print_init_error("web.js/intl.js");
+        goto done;
+    }
+    JS_FreeValue(ctx, r);
     ret = 0;
 done:
     JS_FreeValue(ctx, global);
@@ -640,6 +1149,7 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     JS_SetMaxStackSize(rt, JS_STACK_LIMIT);
     JS_SetInterruptHandler(rt, interrupt_handler, NULL);
     JS_SetHostPromiseRejectionTracker(rt, rejection_tracker, NULL);
+    JS_SetModuleLoaderFunc(rt, module_normalize, module_loader, NULL);
     ctx = JS_NewContext(rt);
     if (!ctx)
         return -3;
@@ -673,6 +1183,48 @@ EXPORT("execd_alloc") void *execd_alloc(uint32_t n)
 EXPORT("execd_free") void execd_free(void *p) { free(p); }
 
 /* ---- eval ---------------------------------------------------------------- */
+
+/* rewrite_imports(code, &len): code (from execd_alloc) with its top-level
+   import declarations rewritten by helpers.rewriteImports, in a new
+   malloc'd buffer (code is freed), or code itself when nothing changed or
+   the rewrite failed (then the cell's own syntax error says why). */
+static char *rewrite_imports(char *code, uint32_t *len)
+{
+    JSValue fn, src, r;
+    const char *s;
+    size_t n;
+    char *out;
+    src = JS_NewStringLen(ctx, code, *len);
+    if (JS_IsException(src)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return code;
+    }
+    fn = JS_GetPropertyStr(ctx, helpers, "rewriteImports");
+    r = JS_Call(ctx, fn, JS_UNDEFINED, 1, (JSValueConst *)&src);
+    JS_FreeValue(ctx, fn);
+    JS_FreeValue(ctx, src);
+    if (JS_IsException(r) || !JS_IsString(r)) {
+        if (JS_IsException(r))
+            JS_FreeValue(ctx, JS_GetException(ctx));
+        JS_FreeValue(ctx, r);
+        return code;
+    }
+    s = JS_ToCStringLen(ctx, &n, r);
+    JS_FreeValue(ctx, r);
+    if (!s) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return code;
+    }
+    out = malloc(n + 1);
+    if (out) {
+        memcpy(out, s, n + 1);
+        free(code);
+        code = out;
+        *len = (uint32_t)n;
+    }
+    JS_FreeCString(ctx, s);
+    return code;
+}
 
 /* cstr_of: printable text of v via helpers.inspect, falling back to
    ToString; the caller frees with JS_FreeCString. NULL if all fails. */
@@ -987,6 +1539,10 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     reset_limit(mstate);
     polling = 1;
     code[len] = 0;
+    /* Static imports become import() (bootstrap.js, rewriteImports): only
+       a cell that mentions import pays for the look. */
+    if (memmem(code, len, "import", 6))
+        code = rewrite_imports(code, &len);
     /* A cell that cannot contain a top-level await is evaluated as a plain
        script: no async wrapper, no promise to settle. */
     int async = memmem(code, len, "await", 5) != NULL;

@@ -12,18 +12,20 @@
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
 #    rules no client exercises, Claude Code, Codex CLI and the Inspector against fake model
 #    APIs to check that text and images reach the model (clients.mjs), and the conformance
-#    suites (conformance.sh);
+#    suites (conformance.sh); the admin listener in headless Chromium (status.sh), traces
+#    into a loopback OTLP/HTTP receiver (otelcheck), and three instances behind nginx
+#    (scaleout.sh);
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# wire session-ttl clients conformance" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
+# wire session-ttl clients conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients conformance}"
+only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients conformance status otel scaleout}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
@@ -239,6 +241,22 @@ if want clients; then
   else
     record start-execd-clients 1
   fi
+fi
+
+if want status; then
+  echo "== admin listener: the status page in headless Chromium, /metrics, pprof"
+  step status timeout --kill-after=10 300 bash "$here/status.sh" "$out/status" "$root/bin/execd"
+fi
+
+if want otel; then
+  echo "== traces: OTLP/HTTP into a loopback receiver"
+  (cd "$root" && go build -o "$out/otelcheck" ./test/e2e/otelcheck) >>"$out/build.log" 2>&1 &&
+    step otel timeout --kill-after=10 300 "$out/otelcheck" "$root/bin/execd" || record otel-build 1
+fi
+
+if want scaleout; then
+  echo "== three instances behind nginx (njs)"
+  step scaleout timeout --kill-after=10 900 bash "$here/scaleout.sh" "$out/scaleout" "$root/bin/execd"
 fi
 
 if want conformance; then

@@ -1,0 +1,85 @@
+package frontend
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// Two servers with one session key are two instances behind a balancer: a
+// session one of them minted is served by the other.
+func TestSignedSessionsWorkOnEveryInstance(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	opts := testOptions()
+	opts.SessionKey = key
+	_, a := newHTTP(t, opts, &fakeExec{})
+	_, b := newHTTP(t, opts, &fakeExec{})
+	other := testOptions()
+	other.SessionKey = []byte("another key, of the same length!")
+	_, c := newHTTP(t, other, &fakeExec{})
+	_, plain := newHTTP(t, testOptions(), &fakeExec{})
+
+	ca := &client{t: t, url: a.URL + "/mcp"}
+	ca.initialize()
+	call := func(url, session string) int {
+		cl := &client{t: t, url: url + "/mcp", session: session}
+		resp := cl.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}}`, nil)
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := call(b.URL, ca.session); got != http.StatusOK {
+		t.Fatalf("instance b on a's session: HTTP %d", got)
+	}
+	for name, url := range map[string]string{"a different key": c.URL, "no key": plain.URL} {
+		if got := call(url, ca.session); got != http.StatusNotFound {
+			t.Errorf("an instance with %s took up the session: HTTP %d", name, got)
+		}
+	}
+	forged := ca.session[:len(ca.session)-1] + "0"
+	if forged == ca.session {
+		forged = ca.session[:len(ca.session)-1] + "1"
+	}
+	if got := call(b.URL, forged); got != http.StatusNotFound {
+		t.Errorf("a forged signature was accepted: HTTP %d", got)
+	}
+	// Another principal cannot use it: with auth, the signature binds the principal.
+	// (Without auth there is one principal; covered by the MAC's input.)
+
+	// DELETE on b ends it there, and b does not take it up again.
+	req, _ := http.NewRequest(http.MethodDelete, b.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", ca.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	if got := call(b.URL, ca.session); got != http.StatusNotFound {
+		t.Errorf("after DELETE the session still works on b: HTTP %d", got)
+	}
+}
+
+func TestSignedSessionIDsBindPrincipalAndVersion(t *testing.T) {
+	st := newSessionStore(0, []byte("0123456789abcdef0123456789abcdef"))
+	s := st.create("alice", Version20250326, nil)
+	if len(s.id) != 65 {
+		t.Fatalf("id %q", s.id)
+	}
+	for _, c := range s.id {
+		if c < 0x21 || c > 0x7e {
+			t.Fatalf("id %q has a character outside visible ASCII", s.id)
+		}
+	}
+	other := newSessionStore(0, []byte("0123456789abcdef0123456789abcdef"))
+	if got := other.get(s.id, "bob"); got != nil {
+		t.Error("another principal took up alice's session")
+	}
+	got := other.get(s.id, "alice")
+	if got == nil || got.version != Version20250326 {
+		t.Fatalf("taken up: %+v", got)
+	}
+}
