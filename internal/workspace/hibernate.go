@@ -196,6 +196,11 @@ func (m *Manager) pickLRU() *ws {
 // workspace is busy), and returns the bytes freed. Interpreters that cannot
 // be saved are dropped (ReasonEvicted): the bound matters more.
 func (m *Manager) shed(enough func(freed int64) bool) int64 {
+	// One shed at a time: a second one (the shedder after a turn, a new
+	// interpreter making room, a guest's growth) starts from what the
+	// first left, instead of picking more victims for the same need.
+	m.shedMu.Lock()
+	defer m.shedMu.Unlock()
 	var freed int64
 	for !enough(freed) {
 		w := m.pickLRU()

@@ -172,6 +172,7 @@ type Manager struct {
 	janitorDone chan struct{}
 	sweepDone   chan struct{}
 	overLimit   chan struct{} // a turn ended above a limit: the shedder hibernates
+	shedMu      sync.Mutex    // held by shed
 	shedDone    chan struct{}
 	closeOnce   sync.Once
 	drainOnce   sync.Once

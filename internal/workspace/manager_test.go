@@ -860,7 +860,9 @@ func TestIdleWorkspacesHoldNoDescriptors(t *testing.T) {
 		runLang(t, m, "p", id, "javascript", "write f.txt x")
 		runLang(t, m, "p", id, "python", "set x 1")
 	}
-	if got := openFDs(t) - base; got != 0 {
+	// Other descriptors of the process may close meanwhile (an earlier
+	// test's Manager finishing); none may be left open by these.
+	if got := openFDs(t) - base; got > 0 {
 		t.Errorf("100 idle live workspaces hold %d descriptors, want 0", got)
 	}
 	if l := m.List("p"); len(l) != 101 {
