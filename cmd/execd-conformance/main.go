@@ -104,3 +104,17 @@ func (noCode) Run(_ context.Context, req workspace.Request) (workspace.Outcome, 
 func (noCode) List(string) []workspace.Info                      { return nil }
 func (noCode) Reset(context.Context, string, string, bool) error { return errNoCode }
 func (noCode) Delete(context.Context, string, string) error      { return errNoCode }
+func (noCode) Checkpoint(context.Context, string, string, string) (string, error) {
+	return "", errNoCode
+}
+func (noCode) RestoreCheckpoint(context.Context, string, string, string) error { return errNoCode }
+func (noCode) Fork(context.Context, string, string, string) (string, error) {
+	return "", errNoCode
+}
+func (noCode) ReadFile(context.Context, string, string, string, int64, int64) (workspace.FileData, error) {
+	return workspace.FileData{}, errNoCode
+}
+func (noCode) WriteFile(context.Context, string, string, string, []byte) (workspace.FileInfo, error) {
+	return workspace.FileInfo{}, errNoCode
+}
+func (noCode) RecentFiles(string) []workspace.FileInfo { return nil }

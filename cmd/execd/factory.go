@@ -63,8 +63,8 @@ func (f engineFactory) Restore(ctx context.Context, img workspace.Image, fsys sy
 // worker's facts about its instance, Snapshot the registry's Image.
 type workerRunner struct{ *worker.Worker }
 
-func (r workerRunner) Run(ctx context.Context, code string, sink worker.ProgressSink) (worker.Result, workspace.Facts) {
-	res := r.Worker.Run(ctx, code, sink)
+func (r workerRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, workspace.Facts) {
+	res := r.Worker.Run(ctx, code, opts)
 	facts := workspace.Facts{Fresh: res.FreshInstance, BudgetExceeded: res.BudgetExceeded}
 	switch res.Discarded {
 	case worker.DiscardKilled:

@@ -299,13 +299,26 @@ func execParams(ws, code string, timeoutMS int, token any) map[string]any {
 
 // structured returns a response's structuredContent and isError, or why
 // the response is not a tool result.
+// A result that carries images has no structuredContent: its text block is
+// the same JSON.
 func structured(msg map[string]any) (map[string]any, bool, error) {
 	res, ok := msg["result"].(map[string]any)
 	if !ok {
 		return nil, false, fmt.Errorf("not a result: %v", msg)
 	}
-	sc, _ := res["structuredContent"].(map[string]any)
 	isErr, _ := res["isError"].(bool)
+	if sc, ok := res["structuredContent"].(map[string]any); ok {
+		return sc, isErr, nil
+	}
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		return nil, isErr, fmt.Errorf("a result without content: %v", msg)
+	}
+	text, _ := content[0].(map[string]any)["text"].(string)
+	var sc map[string]any
+	if err := json.Unmarshal([]byte(text), &sc); err != nil {
+		return nil, isErr, fmt.Errorf("the text block is not JSON: %q", text)
+	}
 	return sc, isErr, nil
 }
 

@@ -94,23 +94,7 @@ func TestHandshakeDoesNotWaitForTheGuestsStdio(t *testing.T) {
 			t.Setenv("EXECD_GUEST_DIR", dir)
 			defer release()
 			p := startStdio(t, handshakeTOML(t))
-			answer := func(id int) map[string]any {
-				t.Helper()
-				timeout := time.After(60 * time.Second)
-				for {
-					select {
-					case m, ok := <-p.lines:
-						if !ok {
-							t.Fatalf("stdout closed\n%s", p.logs())
-						}
-						if got, _ := m["id"].(float64); int(got) == id && m["method"] == nil {
-							return m
-						}
-					case <-timeout:
-						t.Fatalf("no answer to id %d\n%s", id, p.logs())
-					}
-				}
-			}
+			answer := func(id int) map[string]any { return p.answer(t, id) }
 			var meta map[string]any
 			if era == "modern" {
 				meta = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}

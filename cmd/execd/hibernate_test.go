@@ -25,13 +25,10 @@ func (c *mcp) runLang(ws, lang, code string) (map[string]any, bool) {
 	if ws != "" {
 		args["workspace"] = ws
 	}
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil)
-	res, ok := m["result"].(map[string]any)
-	if !ok {
-		c.t.Fatalf("execute_code %q: %v", code, m)
+	sc, isErr, err := structured(c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil))
+	if err != nil {
+		c.t.Fatalf("execute_code %q: %v", code, err)
 	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	isErr, _ := res["isError"].(bool)
 	return sc, isErr
 }
 

@@ -116,6 +116,8 @@ func run() int {
 		MemoryLimitMiB:    cfg.Limits.MaxMemoryMiB,
 		TotalMemoryMiB:    cfg.Limits.MaxTotalMemoryMiB,
 		MaxOutputBytes:    cfg.Limits.MaxOutputBytes,
+		MaxImageBytes:     cfg.Limits.MaxImageBytes,
+		MaxImages:         cfg.Limits.MaxImages,
 		StrictTermination: cfg.Sandbox.StrictTermination,
 		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
 		PythonPreload:     cfg.Sandbox.PythonPreload,
@@ -181,6 +183,7 @@ func run() int {
 	}
 	fo := frontendOptions(cfg, exec, engine.Languages(), log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
+	fo.NewID = newID // the registry's minter: ids that route back here
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
 			log.Error("cluster", zap.Error(err))
@@ -232,6 +235,7 @@ func frontendOptions(cfg config.Config, exec frontend.Executor, langs []string, 
 		CancelOnDisconnect:     cfg.Protocol.CancelOnDisconnect,
 		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
 		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
+		InputTimeout:           cfg.Protocol.InputTimeout.Duration,
 		RequestTimeout:         cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes:         cfg.Limits.MaxOutputBytes,
 	}

@@ -24,6 +24,12 @@ type Registry interface {
 	Reset(ctx context.Context, principal, id string, files bool) error
 	Delete(ctx context.Context, principal, id string) error
 	Hibernate(ctx context.Context, principal, id string) error
+	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
+	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
+	Fork(ctx context.Context, principal, id, newID string) (string, error)
+	ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (workspace.FileData, error)
+	WriteFile(ctx context.Context, principal, id, path string, data []byte) (workspace.FileInfo, error)
+	RecentFiles(principal string) []workspace.FileInfo
 }
 
 // Shared serves workspaces from a data directory that several execd
@@ -180,28 +186,62 @@ func (s *Shared) Run(ctx context.Context, req workspace.Request) (workspace.Outc
 // List implements frontend.Executor.
 func (s *Shared) List(principal string) []workspace.Info { return s.reg.List(principal) }
 
-// Reset implements frontend.Executor.
-func (s *Shared) Reset(ctx context.Context, principal, id string, files bool) error {
+// locked runs op holding the workspace's lock (an invalid id is op's to
+// refuse, without a lock).
+func (s *Shared) locked(ctx context.Context, principal, id string, op func() error) error {
 	if workspace.ValidateID(id) != nil {
-		return s.reg.Reset(ctx, principal, id, files)
+		return op()
 	}
 	name, err := s.lock(ctx, principal, id, nil)
 	if err != nil {
 		return err
 	}
 	defer s.unlock(name, false)
-	return s.reg.Reset(ctx, principal, id, files)
+	return op()
+}
+
+// Reset implements frontend.Executor.
+func (s *Shared) Reset(ctx context.Context, principal, id string, files bool) error {
+	return s.locked(ctx, principal, id, func() error { return s.reg.Reset(ctx, principal, id, files) })
 }
 
 // Delete implements frontend.Executor.
 func (s *Shared) Delete(ctx context.Context, principal, id string) error {
-	if workspace.ValidateID(id) != nil {
-		return s.reg.Delete(ctx, principal, id)
-	}
-	name, err := s.lock(ctx, principal, id, nil)
-	if err != nil {
-		return err
-	}
-	defer s.unlock(name, false)
-	return s.reg.Delete(ctx, principal, id)
+	return s.locked(ctx, principal, id, func() error { return s.reg.Delete(ctx, principal, id) })
+}
+
+// Checkpoint implements frontend.Executor.
+func (s *Shared) Checkpoint(ctx context.Context, principal, id, name string) (cp string, err error) {
+	err = s.locked(ctx, principal, id, func() error { cp, err = s.reg.Checkpoint(ctx, principal, id, name); return err })
+	return cp, err
+}
+
+// RestoreCheckpoint implements frontend.Executor.
+func (s *Shared) RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error {
+	return s.locked(ctx, principal, id, func() error { return s.reg.RestoreCheckpoint(ctx, principal, id, checkpoint) })
+}
+
+// Fork implements frontend.Executor: the source's lock is held; the new
+// workspace exists only once the fork is done, saved on the shared disk.
+func (s *Shared) Fork(ctx context.Context, principal, id, newID string) (fork string, err error) {
+	err = s.locked(ctx, principal, id, func() error { fork, err = s.reg.Fork(ctx, principal, id, newID); return err })
+	return fork, err
+}
+
+// ReadFile implements frontend.Executor.
+func (s *Shared) ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (d workspace.FileData, err error) {
+	err = s.locked(ctx, principal, id, func() error { d, err = s.reg.ReadFile(ctx, principal, id, path, offset, length); return err })
+	return d, err
+}
+
+// WriteFile implements frontend.Executor.
+func (s *Shared) WriteFile(ctx context.Context, principal, id, path string, data []byte) (f workspace.FileInfo, err error) {
+	err = s.locked(ctx, principal, id, func() error { f, err = s.reg.WriteFile(ctx, principal, id, path, data); return err })
+	return f, err
+}
+
+// RecentFiles implements frontend.Executor: the files changed through this
+// instance.
+func (s *Shared) RecentFiles(principal string) []workspace.FileInfo {
+	return s.reg.RecentFiles(principal)
 }

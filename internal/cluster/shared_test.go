@@ -45,6 +45,20 @@ func (f *fakeRegistry) Run(ctx context.Context, req workspace.Request) (workspac
 func (f *fakeRegistry) List(string) []workspace.Info                      { return nil }
 func (f *fakeRegistry) Reset(context.Context, string, string, bool) error { return nil }
 func (f *fakeRegistry) Delete(context.Context, string, string) error      { return nil }
+func (f *fakeRegistry) Checkpoint(context.Context, string, string, string) (string, error) {
+	return "cp-1", nil
+}
+func (f *fakeRegistry) RestoreCheckpoint(context.Context, string, string, string) error { return nil }
+func (f *fakeRegistry) Fork(context.Context, string, string, string) (string, error) {
+	return "fork", nil
+}
+func (f *fakeRegistry) ReadFile(context.Context, string, string, string, int64, int64) (workspace.FileData, error) {
+	return workspace.FileData{Data: []byte("x")}, nil
+}
+func (f *fakeRegistry) WriteFile(context.Context, string, string, string, []byte) (workspace.FileInfo, error) {
+	return workspace.FileInfo{}, nil
+}
+func (f *fakeRegistry) RecentFiles(string) []workspace.FileInfo { return nil }
 func (f *fakeRegistry) Hibernate(_ context.Context, _, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -154,5 +168,38 @@ func TestSharedSavesANewWorkspace(t *testing.T) {
 	}
 	if len(reg.hibernated) != 1 || reg.hibernated[0] != "minted" || len(a.held) != 0 {
 		t.Errorf("saved %v, held %v", reg.hibernated, a.held)
+	}
+}
+
+// Checkpoints, restores, forks and file access take the workspace's lock,
+// like a run: while another instance holds the workspace, they wait.
+func TestSharedWorkspaceOperationsTakeTheLock(t *testing.T) {
+	dir := t.TempDir()
+	reg := &fakeRegistry{saveErr: &workspace.Error{Code: workspace.NotSaveable, Msg: "open files"}}
+	a, _ := NewShared(reg, dir, nil)
+	b, _ := NewShared(&fakeRegistry{}, dir, nil)
+	if _, err := a.Run(context.Background(), workspace.Request{Principal: "p", Workspace: "w"}); err != nil {
+		t.Fatal(err) // w stays live, and locked, on a
+	}
+	for name, op := range map[string]func(context.Context) error{
+		"checkpoint": func(ctx context.Context) error { _, err := b.Checkpoint(ctx, "p", "w", ""); return err },
+		"restore":    func(ctx context.Context) error { return b.RestoreCheckpoint(ctx, "p", "w", "cp-1") },
+		"fork":       func(ctx context.Context) error { _, err := b.Fork(ctx, "p", "w", ""); return err },
+		"read":       func(ctx context.Context) error { _, err := b.ReadFile(ctx, "p", "w", "f", 0, 1); return err },
+		"write":      func(ctx context.Context) error { _, err := b.WriteFile(ctx, "p", "w", "f", nil); return err },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if err := op(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s on another instance while the workspace is held here: %v", name, err)
+		}
+		cancel()
+	}
+	// Once the workspace is saved there, the lock is free.
+	reg.saveErr = nil
+	if _, err := a.Run(context.Background(), workspace.Request{Principal: "p", Workspace: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := b.Checkpoint(context.Background(), "p", "w", ""); err != nil || cp != "cp-1" {
+		t.Fatalf("checkpoint once the lock is free: %q %v", cp, err)
 	}
 }

@@ -64,6 +64,7 @@ type Protocol struct {
 	CancelOnDisconnect bool     `toml:"cancel_on_disconnect"`
 	ProgressHeartbeat  Duration `toml:"progress_heartbeat"`
 	SessionIdleTTL     Duration `toml:"session_idle_ttl"`
+	InputTimeout       Duration `toml:"input_timeout"`
 }
 
 // Limits bound what one run may use.
@@ -75,6 +76,8 @@ type Limits struct {
 	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
 	// MaxRunsPerPrincipal: 0 means max_concurrent_runs.
 	MaxRunsPerPrincipal int `toml:"max_runs_per_principal"`
+	MaxImageBytes       int `toml:"max_image_bytes"`
+	MaxImages           int `toml:"max_images"`
 }
 
 // Workspace configures the workspace registry.
@@ -134,11 +137,14 @@ func Default() Config {
 		Protocol: Protocol{
 			ProgressHeartbeat: Duration{10 * time.Second},
 			SessionIdleTTL:    Duration{time.Hour},
+			InputTimeout:      Duration{5 * time.Minute},
 		},
 		Limits: Limits{
 			MaxOutputBytes:    64 << 10,
 			MaxMemoryMiB:      256,
 			MaxConcurrentRuns: runtime.NumCPU(),
+			MaxImageBytes:     2 << 20,
+			MaxImages:         8,
 		},
 		Workspace: Workspace{
 			DataDir:        defaultStateDir(),
@@ -259,6 +265,15 @@ func (c *Config) Validate() error {
 	nonNeg("sandbox.interrupt_grace", c.Sandbox.InterruptGrace)
 	if c.Protocol.ProgressHeartbeat.Duration < 100*time.Millisecond || c.Protocol.ProgressHeartbeat.Duration > 30*time.Second {
 		bad("protocol.progress_heartbeat", "must be between 100ms and 30s, got %s", c.Protocol.ProgressHeartbeat)
+	}
+	if d := c.Protocol.InputTimeout.Duration; d < time.Second || d > 24*time.Hour {
+		bad("protocol.input_timeout", "must be between 1s and 24h, got %s", c.Protocol.InputTimeout)
+	}
+	if n := c.Limits.MaxImageBytes; n < 1024 || n > 64<<20 {
+		bad("limits.max_image_bytes", "must be between 1024 and 67108864 (64 MiB), got %d", n)
+	}
+	if n := c.Limits.MaxImages; n < 1 || n > 100 {
+		bad("limits.max_images", "must be between 1 and 100, got %d", n)
 	}
 	if c.Limits.MaxOutputBytes < 1024 {
 		bad("limits.max_output_bytes", "must be at least 1024, got %d", c.Limits.MaxOutputBytes)

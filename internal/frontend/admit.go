@@ -108,12 +108,12 @@ func (s *Server) handshakeHTTP(o *origin, msg *jsonrpc.Message) *reply {
 	if !msg.IsRequest() {
 		return refuse(http.StatusBadRequest, jsonrpc.NullID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must be a request"))
 	}
-	requested, jerr := validateInitialize(msg.Params)
+	requested, caps, jerr := validateInitialize(msg.Params)
 	if jerr != nil {
 		return refuse(http.StatusBadRequest, msg.ID, jerr)
 	}
 	res, v := s.initializeResult(requested)
-	sess := s.sessions.create(o.principal, v)
+	sess := s.sessions.create(o.principal, v, caps)
 	s.log.Info("session", zap.String("session", sess.id), zap.String("version", v), zap.String("principal", o.principal))
 	return &reply{status: http.StatusOK, id: msg.ID, result: res, session: sess.id}
 }
@@ -169,12 +169,13 @@ func (s *Server) admitStdio(o *origin, msg *jsonrpc.Message, meta *requestMeta) 
 		if pin == pinLegacy {
 			return a, refuse(0, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize was already sent"))
 		}
-		requested, jerr := validateInitialize(msg.Params)
+		requested, caps, jerr := validateInitialize(msg.Params)
 		if jerr != nil {
 			return a, refuse(0, msg.ID, jerr)
 		}
 		res, v := s.initializeResult(requested)
 		p.version = v
+		p.peer.setCapabilities(caps)
 		p.pin.Store(pinLegacy)
 		return a, &reply{id: msg.ID, result: res}
 	case pin == pinModern:

@@ -144,3 +144,16 @@ func (a arguments) boolArg(key string) (*bool, error) {
 	}
 	return &b, nil
 }
+
+// intArg is stringArg for an integer within [lo, hi]; 0 when absent.
+func (a arguments) intArg(key string, lo, hi int64) (int64, error) {
+	raw := a.get(key)
+	if jsonrpc.IsNull(raw) {
+		return 0, nil
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("argument %s must be an integer from %d to %d", key, lo, hi)
+	}
+	return n, nil
+}

@@ -61,6 +61,16 @@ func (c *Call) Declared(name string) bool {
 	return c.era == EraModern && c.meta.hasCapability(name)
 }
 
+// canElicit reports whether the client can be asked a form-mode
+// elicitation for this request: a modern request declares it in its
+// _meta, a legacy client at initialize.
+func (c *Call) canElicit() bool {
+	if c.era == EraModern {
+		return elicitsForms(c.meta.capabilities)
+	}
+	return c.peer != nil && elicitsForms(c.peer.capabilities())
+}
+
 // errStreamClosed is what a write after the response, or without a way
 // back, reports.
 var errStreamClosed = errors.New("stream closed")
@@ -121,6 +131,17 @@ func (c *Call) reporter() *progress.Reporter {
 type peer struct {
 	scope  string
 	logMin atomic.Int32
+	caps   atomic.Pointer[json.RawMessage] // the client's capabilities, from initialize
+}
+
+func (p *peer) setCapabilities(caps json.RawMessage) { p.caps.Store(&caps) }
+
+// capabilities are what the client declared at initialize; nil before.
+func (p *peer) capabilities() json.RawMessage {
+	if c := p.caps.Load(); c != nil {
+		return *c
+	}
+	return nil
 }
 
 func newPeer(scope string) *peer {

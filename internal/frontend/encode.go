@@ -1,9 +1,12 @@
 package frontend
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"execd/internal/worker"
 )
 
 // execute_code's result is the commonest answer, so it is written by hand
@@ -24,6 +27,23 @@ type execOutput struct {
 	DurationMs int64   `json:"durationMs"`
 	Truncated  bool    `json:"truncated"`
 	Reset      bool    `json:"reset,omitempty"`
+	// ResetReason is the code of workspace.ResetReason when Reset.
+	ResetReason string `json:"reset_reason,omitempty"`
+	// Notice is what else the model must know, in sentences.
+	Notice string `json:"notice,omitempty"`
+	// Files are the files the run created or changed, at most
+	// maxResultFiles; MoreFiles says it changed more.
+	Files     []fileRef `json:"files,omitempty"`
+	MoreFiles bool      `json:"moreFiles,omitempty"`
+	// Images counts the images the result carries as image blocks.
+	Images int `json:"images,omitempty"`
+}
+
+// fileRef names one changed file, in its wire order.
+type fileRef struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	URI  string `json:"uri"`
 }
 
 // appendTo writes o as JSON; escapeHTML as encoding/json's option.
@@ -57,15 +77,50 @@ func (o *execOutput) appendTo(b []byte, escapeHTML bool) []byte {
 	if o.Reset {
 		b = append(b, `,"reset":true`...)
 	}
+	if o.ResetReason != "" {
+		b = append(b, `,"reset_reason":`...)
+		b = appendJSONString(b, o.ResetReason, escapeHTML)
+	}
+	if o.Notice != "" {
+		b = append(b, `,"notice":`...)
+		b = appendJSONString(b, o.Notice, escapeHTML)
+	}
+	if len(o.Files) > 0 {
+		b = append(b, `,"files":[`...)
+		for i, f := range o.Files {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"path":`...)
+			b = appendJSONString(b, f.Path, escapeHTML)
+			b = append(b, `,"size":`...)
+			b = strconv.AppendInt(b, f.Size, 10)
+			b = append(b, `,"uri":`...)
+			b = appendJSONString(b, f.URI, escapeHTML)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if o.MoreFiles {
+		b = append(b, `,"moreFiles":true`...)
+	}
+	if o.Images > 0 {
+		b = append(b, `,"images":`...)
+		b = strconv.AppendInt(b, int64(o.Images), 10)
+	}
 	return append(b, '}')
 }
 
 // execResult is execute_code's CallToolResult: the text block is the
 // structured content serialised without HTML escapes (what the model
-// reads), and the whole is then escaped as json.Marshal would.
+// reads), then an image block per image and a resource_link block per
+// changed file; the whole is then escaped as json.Marshal would. A result
+// with images has no structuredContent (RATIONALE.md, "Why do results with
+// images carry no structuredContent?").
 type execResult struct {
 	out     execOutput
 	isError bool
+	images  []worker.Picture
 }
 
 func (r execResult) encode(era Era, version string) json.RawMessage {
@@ -79,13 +134,34 @@ func (r execResult) encode(era Era, version string) json.RawMessage {
 	}
 	b = append(b, `"content":[{"text":`...)
 	b = appendJSONString(b, string(text), true)
-	b = append(b, `,"type":"text"}],"isError":`...)
+	b = append(b, `,"type":"text"}`...)
+	for _, img := range r.images {
+		b = append(b, `,{"data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, img.Data)
+		b = append(b, `","mimeType":`...)
+		b = appendJSONString(b, img.MIME, true)
+		b = append(b, `,"type":"image"}`...)
+	}
+	for _, f := range r.out.Files {
+		b = append(b, `,{"mimeType":`...)
+		b = appendJSONString(b, mimeOf(f.Path, nil), true)
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, f.Path, true)
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, f.Size, 10)
+		b = append(b, `,"type":"resource_link","uri":`...)
+		b = appendJSONString(b, f.URI, true)
+		b = append(b, '}')
+	}
+	b = append(b, `],"isError":`...)
 	b = strconv.AppendBool(b, r.isError)
 	if era == EraModern {
 		b = append(b, `,"resultType":"complete"`...)
 	}
-	b = append(b, `,"structuredContent":`...)
-	b = r.out.appendTo(b, true)
+	if len(r.images) == 0 {
+		b = append(b, `,"structuredContent":`...)
+		b = r.out.appendTo(b, true)
+	}
 	return append(b, '}')
 }
 

@@ -2,15 +2,30 @@ package frontend
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"testing"
+
+	"execd/internal/worker"
 )
 
 // mapResult is what execResult replaces: the result as a map, shaped and
 // marshalled by encoding/json.
 func mapResult(t *testing.T, s *Server, era Era, r execResult) []byte {
 	t.Helper()
-	b, err := s.shapeResult(era, toolResult(r.out, r.isError))
+	m := toolResult(r.out, r.isError)
+	content := m["content"].([]map[string]any)
+	for _, img := range r.images {
+		content = append(content, map[string]any{"type": "image", "mimeType": img.MIME, "data": base64.StdEncoding.EncodeToString(img.Data)})
+	}
+	for _, f := range r.out.Files {
+		content = append(content, map[string]any{"type": "resource_link", "uri": f.URI, "name": f.Path, "size": f.Size, "mimeType": mimeOf(f.Path, nil)})
+	}
+	m["content"] = content
+	if len(r.images) > 0 {
+		delete(m, "structuredContent")
+	}
+	b, err := s.shapeResult(era, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,12 +37,17 @@ func TestExecResultEncodesAsTheMapWould(t *testing.T) {
 	v := `<b>&"x"` + "\u2028\x01\xff"
 	for _, out := range []execOutput{
 		{Status: "ok", Workspace: "w", Language: "javascript", DurationMs: 3},
-		{Status: "error", Stdout: "a\nb\t<c>", Stderr: "\u00e9\u2029", Result: &v, Error: "TypeError: x\n    at <eval>", Workspace: "分析", Language: "python", DurationMs: 1204, Truncated: true, Reset: true},
+		{Status: "error", Stdout: "a\nb\t<c>", Stderr: "\u00e9\u2029", Result: &v, Error: "TypeError: x\n    at <eval>", Workspace: "分析", Language: "python", DurationMs: 1204, Truncated: true, Reset: true,
+			ResetReason: "killed", Notice: "Earlier variables are gone <&>."},
 		{Status: "error", Error: "missing argument code"},
+		{Status: "ok", Workspace: "w", Files: []fileRef{{Path: "/workspace/a <b>.png", Size: 7, URI: "workspace://w/a%20%3Cb%3E.png"}, {Path: "/workspace/c", Size: 0, URI: "workspace://w/c"}}, MoreFiles: true, Images: 2},
 	} {
 		for _, era := range []Era{EraLegacy, EraModern} {
 			for _, isErr := range []bool{false, true} {
 				r := execResult{out: out, isError: isErr}
+				if out.Images > 0 {
+					r.images = []worker.Picture{{MIME: "image/png", Data: []byte("\x89PNG\r\n\x1a\n<&>")}, {MIME: "image/gif", Data: []byte("GIF89a")}}
+				}
 				if got, want := r.encode(era, s.opts.Version), mapResult(t, s, era, r); !bytes.Equal(got, want) {
 					t.Errorf("%s era:\n got %s\nwant %s", era, got, want)
 				}

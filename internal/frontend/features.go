@@ -18,7 +18,8 @@ type Extensions struct {
 	Tools []Tool
 	// Prompts, when not nil, declares the prompts capability.
 	Prompts *Prompts
-	// Resources, when not nil, declares the resources capability.
+	// Resources are served beside the workspace files (always declared).
+	// Nil means none.
 	Resources *Resources
 	// Completions declares completion/complete, which answers no values.
 	Completions bool
@@ -60,7 +61,9 @@ type Resources struct {
 	// List and Templates are the entries of resources/list and
 	// resources/templates/list.
 	List, Templates []map[string]any
-	// Read serves resources/read of uri.
+	// Read serves resources/read of a uri that is not a workspace file's;
+	// a nil result and a nil error mean it does not know uri, which is
+	// then answered as the era's resource-not-found error.
 	Read func(ctx context.Context, c *Call, uri string) (any, *jsonrpc.Error)
 }
 
@@ -102,7 +105,7 @@ func (s *Server) extend(ext *Extensions) error {
 func (s *Server) addFeatureMethods(m map[string]method) {
 	if ps := s.feat.prompts; ps != nil {
 		m["prompts/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"prompts": ps.List}), nil
+			return s.cacheable(c, map[string]any{"prompts": ps.List}, cachePublic), nil
 		}}
 		m["prompts/get"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 			var p struct {
@@ -115,24 +118,13 @@ func (s *Server) addFeatureMethods(m map[string]method) {
 			return ps.Get(ctx, c, p.Name, p.Arguments)
 		}}
 	}
-	if rs := s.feat.resources; rs != nil {
-		m["resources/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"resources": rs.List}), nil
-		}}
-		m["resources/templates/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"resourceTemplates": rs.Templates}), nil
-		}}
-		m["resources/read"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
-			uri := rawString(c.meta.head.uri)
-			if uri == "" {
-				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: resources/read needs a uri")
-			}
-			res, jerr := rs.Read(ctx, c, uri)
-			if jerr != nil {
-				return nil, jerr
-			}
-			return s.cacheable(c, res), nil
-		}}
+	// The workspace files are resources in every build (files.go); the
+	// fixtures' resources join them.
+	m["resources/list"] = method{legacy: true, modern: true, h: s.listResources}
+	m["resources/templates/list"] = method{legacy: true, modern: true, h: s.resourceTemplates}
+	m["resources/read"] = method{legacy: true, modern: true, h: s.readResource}
+	if s.feat.resources != nil {
+		// The fixtures' resources may be subscribed to (legacy era only).
 		noop := func(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
 		m["resources/subscribe"] = method{legacy: true, h: noop}
 		m["resources/unsubscribe"] = method{legacy: true, h: noop}
@@ -144,9 +136,21 @@ func (s *Server) addFeatureMethods(m map[string]method) {
 	}
 }
 
-// cacheable adds the modern era's cache hints to a list or read result
-// (schema 2026-07-28: ttlMs and cacheScope on complete results).
-func (s *Server) cacheable(c *Call, res any) any {
+// Cache scopes of cacheable results.
+type cacheScope int
+
+const (
+	// cachePublic: the same for every caller, and stable: five minutes.
+	cachePublic cacheScope = iota
+	// cachePrivate: for this principal only, and stale at once (the
+	// workspace files change with every run).
+	cachePrivate
+)
+
+// cacheable adds the modern era's cache hints to a complete list or read
+// result (docs/specification/2026-07-28/server/utilities/caching.mdx); an
+// input_required result carries none.
+func (s *Server) cacheable(c *Call, res any, scope cacheScope) any {
 	m, ok := res.(map[string]any)
 	if !ok || c.era != EraModern {
 		return res
@@ -154,7 +158,10 @@ func (s *Server) cacheable(c *Call, res any) any {
 	if _, has := m["resultType"]; has && m["resultType"] != "complete" {
 		return res
 	}
-	m["ttlMs"] = 300000
-	m["cacheScope"] = "public"
+	if scope == cachePrivate {
+		m["ttlMs"], m["cacheScope"] = 0, "private"
+	} else {
+		m["ttlMs"], m["cacheScope"] = 300000, "public"
+	}
 	return m
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,7 +28,14 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/*
 //	-- stdin --         lines written to a stdio connection
 //	-- stdout --        the lines it must answer with, in order
 //
-// $SESSION stands for the Mcp-Session-Id the last initialize minted.
+//	-- send async --    an HTTP request left running: execd is answering
+//	                    it when it has sent a request of its own on the
+//	                    stream (or ended); the next sections go on
+//	-- await --         the answer of the request left running
+//	-- want --          follows await as it follows send
+//
+// $SESSION stands for the Mcp-Session-Id the last initialize minted, $STATE
+// for the last requestState execd sealed (random in every process).
 type section struct {
 	name string
 	body string
@@ -105,18 +113,32 @@ func TestGolden(t *testing.T) {
 			var stdin *io.PipeWriter
 			var stdout chan string
 			session := ""
+			st := &stateSub{}
 			changed := false
+			var running []*asyncAnswer
 			for i := 0; i < len(secs); i++ {
 				sec := secs[i]
 				switch sec.name {
-				case "send":
+				case "send async":
+					running = append(running, startHTTP(t, ts.URL, st.fill(sec.body), session))
+				case "send", "await":
 					if i+1 >= len(secs) || secs[i+1].name != "want" {
-						t.Fatalf("section %d: send without want", i)
+						t.Fatalf("section %d: %s without want", i, sec.name)
 					}
-					got := doHTTP(t, ts.URL, sec.body, session)
+					var got httpAnswer
+					if sec.name == "send" {
+						got = doHTTP(t, ts.URL, st.fill(sec.body), session)
+					} else {
+						if len(running) == 0 {
+							t.Fatalf("section %d: await without send async", i)
+						}
+						got = running[0].wait(t)
+						running = running[1:]
+					}
 					if sid := got.hdr.Get("Mcp-Session-Id"); sid != "" {
 						session = sid
 					}
+					got.body = st.hide(got.body)
 					want := secs[i+1].body
 					gotText := got.render(want, session)
 					if *update {
@@ -149,7 +171,7 @@ func TestGolden(t *testing.T) {
 						defer stdin.Close()
 					}
 					for _, l := range strings.Split(strings.TrimRight(sec.body, "\n"), "\n") {
-						if _, err := io.WriteString(stdin, l+"\n"); err != nil {
+						if _, err := io.WriteString(stdin, st.fill(l)+"\n"); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -165,6 +187,7 @@ func TestGolden(t *testing.T) {
 						} else {
 							got = readLines(t, stdout, n)
 						}
+						got = st.hide(got)
 						if *update {
 							if got != want {
 								secs[i+1].body = got + "\n"
@@ -185,6 +208,86 @@ func TestGolden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stateSub hides the requestState execd seals (it differs in every
+// process) as $STATE, and puts the last one back into what is sent.
+type stateSub struct{ last string }
+
+var requestStateRE = regexp.MustCompile(`"requestState":"([^"]+)"`)
+
+func (st *stateSub) hide(s string) string {
+	return requestStateRE.ReplaceAllStringFunc(s, func(m string) string {
+		st.last = requestStateRE.FindStringSubmatch(m)[1]
+		return `"requestState":"$STATE"`
+	})
+}
+
+func (st *stateSub) fill(s string) string { return strings.ReplaceAll(s, "$STATE", st.last) }
+
+// asyncAnswer is a request left running (send async).
+type asyncAnswer struct {
+	resp  *http.Response
+	lines chan string // the body, line by line, closed at its end
+}
+
+// startHTTP sends a request and returns once execd has sent a request of
+// its own on the answer's stream, or the answer ended.
+func startHTTP(t *testing.T, base, spec, session string) *asyncAnswer {
+	t.Helper()
+	req := newRequest(t, base, spec, session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &asyncAnswer{resp: resp, lines: make(chan string, 100)}
+	seen := make(chan struct{})
+	go func() {
+		defer close(a.lines)
+		br := bufio.NewReader(resp.Body)
+		once := false
+		for {
+			l, err := br.ReadString('\n')
+			if l != "" {
+				a.lines <- l
+				if !once && strings.Contains(l, `"method":`) && strings.Contains(l, `"id":`) {
+					once = true
+					close(seen)
+				}
+			}
+			if err != nil {
+				if !once {
+					close(seen)
+				}
+				return
+			}
+		}
+	}()
+	select {
+	case <-seen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("send async: no server request within 10 s")
+	}
+	return a
+}
+
+// wait reads the rest of the answer.
+func (a *asyncAnswer) wait(t *testing.T) httpAnswer {
+	t.Helper()
+	var b strings.Builder
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-a.lines:
+			if !ok {
+				a.resp.Body.Close()
+				return httpAnswer{status: a.resp.StatusCode, hdr: a.resp.Header, body: b.String()}
+			}
+			b.WriteString(l)
+		case <-timeout:
+			t.Fatal("await: the answer did not end within 10 s")
+		}
 	}
 }
 
@@ -277,6 +380,17 @@ func (a httpAnswer) render(want, session string) string {
 
 func doHTTP(t *testing.T, base, spec, session string) httpAnswer {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(newRequest(t, base, spec, session))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return httpAnswer{status: resp.StatusCode, hdr: resp.Header, body: string(b)}
+}
+
+func newRequest(t *testing.T, base, spec, session string) *http.Request {
+	t.Helper()
 	spec = strings.ReplaceAll(spec, "$SESSION", session)
 	first, hdr, body := splitMessage(spec)
 	method, path, _ := strings.Cut(first, " ")
@@ -293,11 +407,5 @@ func doHTTP(t *testing.T, base, spec, session string) httpAnswer {
 			req.Header.Add(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return httpAnswer{status: resp.StatusCode, hdr: resp.Header, body: string(b)}
+	return req
 }

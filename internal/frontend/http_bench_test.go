@@ -22,6 +22,7 @@ import (
 // onRun when set. Unlike fakeExec it keeps no history, so that allocations
 // per operation stay flat however long a benchmark runs.
 type benchExec struct {
+	noWorkspaces
 	onRun func(ctx context.Context, req workspace.Request)
 }
 
@@ -32,9 +33,6 @@ func (e *benchExec) Run(ctx context.Context, req workspace.Request) (workspace.O
 	v := "2"
 	return workspace.Outcome{Workspace: req.Workspace, Result: worker.Result{Status: worker.StatusOK, Value: &v, Duration: time.Millisecond}}, nil
 }
-func (e *benchExec) List(string) []workspace.Info                      { return nil }
-func (e *benchExec) Reset(context.Context, string, string, bool) error { return nil }
-func (e *benchExec) Delete(context.Context, string, string) error      { return nil }
 
 const (
 	benchModernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -95,6 +93,11 @@ func BenchmarkRequest(b *testing.B) {
 			`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, nil, "application/json"},
 		{"modern/tools-call-sse", "modern", "application/json, text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,
+			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
+		// A client that can be asked (Claude Code declares elicitation):
+		// the run goes apart from its request, in case the code asks.
+		{"modern/tools-call-sse-elicitation", "modern", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + strings.Replace(benchModernMeta, `clientCapabilities":{}`, `clientCapabilities":{"elicitation":{}}`, 1) + `}}`,
 			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
 		{"modern/tools-call-json", "modern", "application/json",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,

@@ -26,9 +26,6 @@ import (
 //     requestState travels through the client, so it is sealed with an HMAC
 //     bound to the principal and to its owner, and expires.
 
-// requestStateTTL bounds how long an input_required round may be answered.
-const requestStateTTL = 10 * time.Minute
-
 // Input is one answer a handler needs from the client.
 type Input struct {
 	// Key names the input in inputRequests and inputResponses.
@@ -209,7 +206,7 @@ func (s *Server) sealState(principal, owner string, data map[string]any) string 
 	for k, v := range data {
 		d[k], _ = json.Marshal(v)
 	}
-	b, _ := json.Marshal(statePayload{Owner: owner, Expires: time.Now().Add(requestStateTTL).Unix(), Data: d})
+	b, _ := json.Marshal(statePayload{Owner: owner, Expires: time.Now().Add(s.opts.InputTimeout).Unix(), Data: d})
 	body := base64.RawURLEncoding.EncodeToString(b)
 	return body + "." + base64.RawURLEncoding.EncodeToString(s.stateMAC(principal, body))
 }

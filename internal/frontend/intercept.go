@@ -24,11 +24,18 @@ import (
 // where closing the stream is the cancel) are dropped.
 func (s *Server) intercept(p *peer, msg *jsonrpc.Message) {
 	if p == nil {
+		if msg.IsResponse() {
+			// No live session of this principal: nothing of its can wait.
+			s.log.Info("client response ignored: it belongs to no session of this client", zap.String("id", msg.ID.String()))
+		}
 		return
 	}
 	switch {
 	case msg.IsResponse():
-		s.pending.deliver(p.scope, msg)
+		if !s.pending.deliver(p.scope, msg) {
+			// Unknown, answered already, or another session's request.
+			s.log.Info("client response ignored: no request of this session waits for it", zap.String("scope", p.scope), zap.String("id", msg.ID.String()))
+		}
 	case msg.Method == "notifications/cancelled":
 		var params struct {
 			RequestID jsonrpc.ID `json:"requestId"`
@@ -119,8 +126,9 @@ func (p *pendingRequests) open(scope string) (id jsonrpc.ID, response <-chan *js
 	}
 }
 
-// deliver hands a client response to the request waiting for it.
-func (p *pendingRequests) deliver(scope string, m *jsonrpc.Message) {
+// deliver hands a client response to the request waiting for it; false
+// when none waits (an unknown id, a second response, another scope's).
+func (p *pendingRequests) deliver(scope string, m *jsonrpc.Message) bool {
 	k := keyOf(scope, m.ID)
 	p.mu.Lock()
 	ch := p.m[k]
@@ -129,4 +137,5 @@ func (p *pendingRequests) deliver(scope string, m *jsonrpc.Message) {
 	if ch != nil {
 		ch <- m
 	}
+	return ch != nil
 }

@@ -244,24 +244,42 @@ func validClientInfo(raw json.RawMessage) bool {
 // hasCapability reports whether a modern request declared the client
 // capability name in its _meta.
 func (m *requestMeta) hasCapability(name string) bool {
-	found := false
-	_ = jsonrpc.Object(m.capabilities, func(k, _ []byte) error {
+	return capability(m.capabilities, name) != nil
+}
+
+// capability is the member name of a ClientCapabilities object, or nil.
+func capability(caps json.RawMessage, name string) json.RawMessage {
+	var found json.RawMessage
+	_ = jsonrpc.Object(caps, func(k, v []byte) error {
 		if string(k) == name {
-			found = true
+			found = v
 		}
 		return nil
 	})
 	return found
 }
 
+// elicitsForms reports whether ClientCapabilities declare form-mode
+// elicitation: "elicitation" with "form", or, as before modes existed, with
+// neither "form" nor "url" (docs/specification/2025-11-25/client/elicitation.mdx,
+// Capabilities).
+func elicitsForms(caps json.RawMessage) bool {
+	e := capability(caps, "elicitation")
+	if !jsonrpc.IsObject(e) {
+		return false
+	}
+	return capability(e, "form") != nil || capability(e, "url") == nil
+}
+
 // validateInitialize checks a legacy initialize's params as strictly as
 // the modern envelope is checked (schema InitializeRequestParams): a string
 // protocolVersion, an object of capabilities, and clientInfo, when sent, an
-// object with a string name. It returns the requested version.
-func validateInitialize(params json.RawMessage) (string, *jsonrpc.Error) {
+// object with a string name. It returns the requested version and the
+// client's capabilities.
+func validateInitialize(params json.RawMessage) (string, json.RawMessage, *jsonrpc.Error) {
 	var version, caps, info json.RawMessage
 	if !jsonrpc.IsObject(params) {
-		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo")
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize needs params with protocolVersion, capabilities and clientInfo")
 	}
 	if twice := readFields(params, func(k []byte) *json.RawMessage {
 		switch string(k) {
@@ -274,19 +292,19 @@ func validateInitialize(params json.RawMessage) (string, *jsonrpc.Error) {
 		}
 		return nil
 	}); twice != "" {
-		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the key %q appears twice in params", twice)
 	}
 	v, ok := jsonrpc.String(version)
 	if !ok {
-		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's protocolVersion must be a string")
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's protocolVersion must be a string")
 	}
 	if !jsonrpc.IsObject(caps) {
-		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's capabilities must be an object")
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's capabilities must be an object")
 	}
 	if info != nil && !validClientInfo(info) {
-		return "", jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's clientInfo must be an object with a string name")
+		return "", nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: initialize's clientInfo must be an object with a string name")
 	}
-	return v, nil
+	return v, caps, nil
 }
 
 // rawString is a head field as a string; "" when absent or not a string.

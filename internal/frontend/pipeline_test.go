@@ -24,6 +24,7 @@ import (
 // returns the context's error, as workspace.Manager does. It reports each
 // operation that starts waiting.
 type queuedExec struct {
+	noWorkspaces
 	started chan string // "run", "reset", "delete"
 }
 

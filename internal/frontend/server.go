@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"execd/internal/workspace"
@@ -27,12 +28,20 @@ import (
 // ServerName identifies execd on the wire.
 const ServerName = "execd"
 
-// Executor runs code in workspaces. *workspace.Manager implements it.
+// Executor runs code in workspaces and keeps them. *workspace.Manager
+// implements it; the methods are documented there. Errors meant for the
+// user are *workspace.Error.
 type Executor interface {
 	Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error)
 	List(principal string) []workspace.Info
 	Reset(ctx context.Context, principal, id string, files bool) error
 	Delete(ctx context.Context, principal, id string) error
+	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
+	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
+	Fork(ctx context.Context, principal, id, newID string) (string, error)
+	ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (workspace.FileData, error)
+	WriteFile(ctx context.Context, principal, id, path string, data []byte) (workspace.FileInfo, error)
+	RecentFiles(principal string) []workspace.FileInfo
 }
 
 // Options configure a Server. Each field says what its zero value means;
@@ -82,6 +91,15 @@ type Options struct {
 	// SessionIdleTTL ends a legacy session idle this long (no call in
 	// flight). Zero means sessions never expire.
 	SessionIdleTTL time.Duration
+	// NewID mints the id of a workspace that a call of a client that can
+	// be asked for input creates (its id must be known before the run
+	// ends; ask.go); it must mint what the Executor would (cmd/execd gives
+	// both the same minter). Nil means a random UUIDv4.
+	NewID func() string
+	// InputTimeout is how long the code's input() waits for the person's
+	// answer, and how long an input_required round's requestState stays
+	// valid. Zero means 5 minutes.
+	InputTimeout time.Duration
 	// SessionKey is a secret shared by every instance behind one balancer
 	// (cluster.session_key_file): session ids are signed with it, and a
 	// request bearing a signed id another instance minted is served in
@@ -135,6 +153,7 @@ type Server struct {
 	sessions *sessionStore
 	inflight *inflight
 	pending  *pendingRequests
+	paused   *pausedRuns
 	auth     *authenticator
 	streams  *streamGauge
 	obs      Observer
@@ -177,6 +196,12 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
+	if opts.InputTimeout <= 0 {
+		opts.InputTimeout = 5 * time.Minute
+	}
+	if opts.NewID == nil {
+		opts.NewID = uuid.NewString
+	}
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -197,6 +222,7 @@ func New(opts Options) (*Server, error) {
 		sessions:  newSessionStore(opts.SessionIdleTTL, opts.SessionKey),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
+		paused:    newPausedRuns(),
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
 		obs:       opts.Observer,
@@ -260,6 +286,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.cancelRun(errShutdown)
+	s.paused.closeAll()
 	s.sessions.closeAll()
 }
 
@@ -290,12 +317,10 @@ func (s *Server) serverInfo() map[string]string {
 }
 
 func (s *Server) capabilities() map[string]any {
-	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{},
+		"resources": map[string]any{"listChanged": false, "subscribe": false}}
 	if s.feat.prompts != nil {
 		caps["prompts"] = map[string]any{"listChanged": false}
-	}
-	if s.feat.resources != nil {
-		caps["resources"] = map[string]any{"listChanged": false, "subscribe": false}
 	}
 	if s.feat.completions {
 		caps["completions"] = map[string]any{}

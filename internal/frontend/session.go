@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,10 @@ func newSessionStore(ttl time.Duration, key []byte) *sessionStore {
 }
 
 // create mints a session with a random 128-bit hex id; with a key, the id
-// also carries its version and a signature (signedID).
-func (st *sessionStore) create(principal, version string) *session {
+// also carries its version and a signature (signedID). caps are the
+// client's capabilities from initialize (a session taken up on another
+// instance from its signed id has none).
+func (st *sessionStore) create(principal, version string, caps json.RawMessage) *session {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -74,6 +77,7 @@ func (st *sessionStore) create(principal, version string) *session {
 		id = st.sign(principal, version, id)
 	}
 	s := st.newSession(id, principal, version)
+	s.peer.setCapabilities(caps)
 	st.mu.Lock()
 	st.m[s.id] = s
 	st.mu.Unlock()

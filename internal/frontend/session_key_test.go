@@ -65,7 +65,7 @@ func TestSignedSessionsWorkOnEveryInstance(t *testing.T) {
 
 func TestSignedSessionIDsBindPrincipalAndVersion(t *testing.T) {
 	st := newSessionStore(0, []byte("0123456789abcdef0123456789abcdef"))
-	s := st.create("alice", Version20250326)
+	s := st.create("alice", Version20250326, nil)
 	if len(s.id) != 65 {
 		t.Fatalf("id %q", s.id)
 	}

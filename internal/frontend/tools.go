@@ -4,17 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
-
-	"go.uber.org/zap"
 
 	"execd/internal/jsonrpc"
-	"execd/internal/worker"
-	"execd/internal/workspace"
 )
 
 // tool is one entry of tools/list.
@@ -66,7 +60,10 @@ func (ts *toolSet) add(t *tool) error {
 
 func newToolSet(s *Server) *toolSet {
 	ts := &toolSet{byName: map[string]*tool{}}
-	for _, t := range []*tool{s.executeCodeTool(), s.listWorkspacesTool(), s.resetWorkspaceTool(), s.deleteWorkspaceTool()} {
+	// execute_code first: clients (and the conformance header scenarios)
+	// call the first listed tool.
+	for _, t := range []*tool{s.executeCodeTool(), s.listWorkspacesTool(), s.resetWorkspaceTool(), s.deleteWorkspaceTool(),
+		s.checkpointWorkspaceTool(), s.restoreWorkspaceTool(), s.forkWorkspaceTool(), s.readFileTool(), s.writeFileTool()} {
 		_ = ts.add(t)
 	}
 	return ts
@@ -213,185 +210,4 @@ func toolResult(structured any, isError bool) map[string]any {
 		"structuredContent": structured,
 		"isError":           isError,
 	}
-}
-
-var annotationsRun = map[string]any{
-	"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false,
-}
-
-func (s *Server) executeCodeTool() *tool {
-	langs := s.opts.Languages
-	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
-		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
-		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
-		"Report long work with progress(done, total, message). No network access; files live under /workspace."
-	return &tool{
-		name: "execute_code",
-		def: map[string]any{
-			"title":       "Execute code",
-			"description": desc,
-			"inputSchema": map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"code":     map[string]any{"type": "string", "description": "The code to run. The value of the last expression is returned as result."},
-					"language": map[string]any{"type": "string", "enum": langs, "description": "The language of the code."},
-					"workspace": map[string]any{"type": "string", "x-mcp-header": "Workspace",
-						"description": "The workspace to run in: the id a previous result returned, or a name of your choice (1-64 characters of A-Z a-z 0-9 . _ -). Omit to create a new one."},
-					"timeout_ms": map[string]any{"type": "integer", "minimum": 1, "description": "Stop the code after this many milliseconds (the workspace keeps its state)."},
-				},
-				"required":             []string{"code", "language"},
-				"additionalProperties": false,
-			},
-			"outputSchema": map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"status":     map[string]any{"type": "string", "enum": []string{"ok", "error", "timeout", "interrupted", "oom", "reset"}},
-					"stdout":     map[string]any{"type": "string"},
-					"stderr":     map[string]any{"type": "string"},
-					"result":     map[string]any{"type": "string", "description": "The printable value of the last expression, when there is one."},
-					"error":      map[string]any{"type": "string"},
-					"workspace":  map[string]any{"type": "string"},
-					"language":   map[string]any{"type": "string"},
-					"durationMs": map[string]any{"type": "integer"},
-					"truncated":  map[string]any{"type": "boolean"},
-					"reset":      map[string]any{"type": "boolean", "description": "State from earlier calls was lost (the sandbox was restarted)."},
-				},
-				"required": []string{"status"},
-			},
-			"annotations": annotationsRun,
-		},
-		run: s.executeCode,
-	}
-}
-
-func (s *Server) executeCode(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error) {
-	fail := func(ws, format string, a ...any) (any, *jsonrpc.Error) {
-		return execResult{out: execOutput{Status: string(worker.StatusError), Error: fmt.Sprintf(format, a...), Workspace: ws}, isError: true}, nil
-	}
-	code, err := args.stringArg("code")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	language, err := args.stringArg("language")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	wsArg, err := args.stringArg("workspace")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	ws := ""
-	if wsArg != nil {
-		ws = *wsArg
-	}
-	if code == nil {
-		return fail(ws, "missing argument code: the code to run")
-	}
-	if language == nil || strings.TrimSpace(*language) == "" {
-		return fail(ws, "missing argument language: one of %s", strings.Join(s.opts.Languages, ", "))
-	}
-	timeout := s.opts.RequestTimeout
-	if t := args.get("timeout_ms"); !jsonrpc.IsNull(t) {
-		var ms int64
-		if err := json.Unmarshal(t, &ms); err != nil || ms < 1 {
-			return fail(ws, "timeout_ms must be a positive integer (milliseconds)")
-		}
-		d := time.Duration(min(ms, int64(365*24*time.Hour/time.Millisecond))) * time.Millisecond
-		if timeout == 0 || d < timeout {
-			timeout = d
-		}
-	}
-	lang := strings.ToLower(strings.TrimSpace(*language))
-
-	rep := c.reporter()
-	defer rep.Stop()
-	rep.Start("accepted " + lang + " code")
-	// The timeout bounds the run, not the wait for a busy workspace or a
-	// run slot: a queued call can still be cancelled by its client.
-	out, err := s.exec.Run(ctx, workspace.Request{
-		Principal: c.principal, Workspace: ws, Language: lang, Code: *code, Sink: rep, Timeout: timeout,
-	})
-	if err != nil {
-		var we *workspace.Error
-		switch {
-		case errors.As(err, &we):
-			return fail(ws, "%s", we.Msg)
-		case errors.Is(context.Cause(ctx), errShutdown):
-			return fail(ws, "execd is shutting down; the code did not run")
-		case ctx.Err() != nil:
-			return nil, nil // the client went away while the call waited
-		}
-		s.log.Error("execute_code", zap.String("workspace", ws), zap.Error(err))
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: %v", err)
-	}
-	rep.Flush()
-	rep.Stop()
-	c.setWorkspace(out.Workspace)
-	r := out.Result
-	o := execOutput{
-		Status:     string(r.Status),
-		Stdout:     r.Stdout,
-		Stderr:     r.Stderr,
-		Result:     r.Value,
-		Workspace:  out.Workspace,
-		Language:   lang,
-		DurationMs: r.Duration.Milliseconds(),
-		Truncated:  r.Truncated,
-		Reset:      r.Reset,
-	}
-	if r.Error != nil {
-		o.Error = formatGuestError(r.Error)
-	}
-	switch r.Status {
-	case worker.StatusTimeout:
-		o.Error = joinErr(fmt.Sprintf("timed out after %s; the workspace keeps its state", timeout), o.Error, r.Reset)
-	case worker.StatusInterrupted:
-		if errors.Is(context.Cause(ctx), errShutdown) {
-			o.Error = joinErr("execd is shutting down; the run was stopped", o.Error, r.Reset)
-		} else {
-			o.Error = joinErr("the run was interrupted", o.Error, r.Reset)
-		}
-	case worker.StatusOOM:
-		if o.Error == "" {
-			o.Error = "out of memory"
-		}
-	}
-	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
-	if r.Truncated {
-		// Lost output is a failure the model must notice: the run itself
-		// may have succeeded, which status still says.
-		isErr = true
-		if o.Error == "" {
-			limit := "the output limit"
-			if s.opts.MaxOutputBytes > 0 {
-				limit = fmt.Sprintf("%d bytes", s.opts.MaxOutputBytes)
-			}
-			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %s; the head and the tail are kept. Print less, or write large output to a file under /workspace", limit)
-		}
-	}
-	if r.Reset {
-		c.Log("warning", fmt.Sprintf("workspace %s was restarted: state from earlier calls is lost, files are kept", out.Workspace))
-	}
-	return execResult{out: o, isError: isErr}, nil
-}
-
-func joinErr(head, guest string, reset bool) string {
-	if reset {
-		head = strings.Replace(head, "; the workspace keeps its state", "", 1) + "; the sandbox had to be restarted and its state is lost (files are kept)"
-	}
-	if guest == "" {
-		return head
-	}
-	return head + "\n" + guest
-}
-
-func formatGuestError(e *worker.GuestError) string {
-	s := e.Message
-	if e.Type != "" {
-		s = e.Type + ": " + e.Message
-	}
-	if st := strings.TrimRight(e.Stack, "\n"); st != "" && !strings.Contains(s, st) {
-		s += "\n" + st
-	}
-	return s
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,18 @@ type runState struct {
 	finished  atomic.Bool // Run returned: an abandoned call reports nothing more
 	sink      ProgressSink
 	yielded   time.Duration // when the call last yielded, since yieldClock (its own goroutine only)
+
+	// input() (interact.go): the source, a context that ends when the
+	// run is asked to stop, the run's timer, the time spent waiting.
+	input   InputSource
+	stopCtx context.Context
+	timer   *runTimer
+	waited  time.Duration // the guest's goroutine only
+
+	// show() (interact.go): the images kept, within the engine's limits.
+	maxImageBytes, maxImages int
+	mu                       sync.Mutex
+	images                   []Picture
 }
 
 // yieldClock is the origin of runState.yielded.
@@ -58,7 +71,8 @@ func stateOf(ctx context.Context) *runState {
 	return st
 }
 
-// instantiateHost defines module "execd": progress and interrupted.
+// instantiateHost defines module "execd": progress, interrupted, show and
+// input.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -69,6 +83,14 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(hostInterrupted), nil, []api.ValueType{i32}).
 		Export("interrupted").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostShow), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("ptr", "len").
+		Export("show").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostInput), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("prompt_ptr", "prompt_len", "buf_ptr", "buf_cap").
+		Export("input").
 		Instantiate(ctx)
 	return err
 }

@@ -59,8 +59,13 @@ type Result struct {
 	// the one earlier runs used: its interpreter state was lost. It is
 	// Discarded != "" || FreshInstance.
 	Reset bool
-	// Duration is the wall time of the run inside the worker.
+	// Duration is the wall time of the run inside the worker, less the
+	// time the guest waited for input.
 	Duration time.Duration
+	// Images are what the code showed with show(), in order: at most
+	// Config.MaxImages, each a recognised image of at most
+	// Config.MaxImageBytes (the guest was refused the others).
+	Images []Picture
 
 	// Facts about the instance, for the caller to interpret.
 
@@ -78,6 +83,12 @@ type Result struct {
 	// (Config.TotalMemoryMiB) refused to grow the guest's memory, so an
 	// out of memory may be the daemon's, not the worker's own limit.
 	BudgetExceeded bool
+}
+
+// Picture is an image the code showed (execd.show in sandbox/ABI.md).
+type Picture struct {
+	MIME string // image/png, image/jpeg, image/gif or image/webp
+	Data []byte
 }
 
 // Discard is why an instance was thrown away after a run.

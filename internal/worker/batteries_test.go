@@ -22,7 +22,7 @@ import (
 // want.
 func check(t *testing.T, w *Worker, name, code, want string) {
 	t.Helper()
-	r := w.Run(context.Background(), code, nil)
+	r := w.Run(context.Background(), code, RunOptions{})
 	if r.Status != StatusOK || value(r) != want {
 		t.Errorf("%s: %s\nstdout: %.300s\nstderr: %.300s\nwant %s", name, describe(r), r.Stdout, r.Stderr, want)
 	}
@@ -103,7 +103,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 		mustRun(t, w, "calls = 0\ndef count():\n    global calls\n    calls += 1\n    return 0\ndb.set_progress_handler(count, 100)", StatusOK)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(200*time.Millisecond, cancel)
-		r = w.Run(ctx, runawayCTE, nil)
+		r = w.Run(ctx, runawayCTE, RunOptions{})
 		cancel()
 		if r.Status != StatusInterrupted || r.Reset {
 			t.Errorf("strict=%v: cancelled query = %s; want interrupted", strict, describe(r))
@@ -152,11 +152,11 @@ func TestPythonHeapCapEveryAllocator(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustRun(t, w, "keep = 'kept'\n"+b.setup, StatusOK)
-		r := w.Run(context.Background(), b.bomb, nil)
+		r := w.Run(context.Background(), b.bomb, RunOptions{})
 		if r.Status != StatusOOM || r.Error == nil || r.Error.Type != "MemoryError" || r.Reset {
 			t.Errorf("%s: %s; want oom, state kept", b.domain, describe(r))
 		}
-		if got := value(w.Run(context.Background(), "keep, x is not None", nil)); got != "('kept', True)" {
+		if got := value(w.Run(context.Background(), "keep, x is not None", RunOptions{})); got != "('kept', True)" {
 			t.Errorf("after the %s bomb: %s", b.domain, got)
 		}
 		mustRun(t, w, "del x\nimport gc\ngc.collect()", StatusOK)
@@ -166,7 +166,7 @@ func TestPythonHeapCapEveryAllocator(t *testing.T) {
 		// 25 MiB again, in pieces: one allocation of that size may not find
 		// a hole in a heap the bomb filled (the allocator cannot move what
 		// survived it, and linear memory is at its cap).
-		if r := w.Run(context.Background(), "len([bytearray(1 << 20) for _ in range(25)])", nil); value(r) != "25" {
+		if r := w.Run(context.Background(), "len([bytearray(1 << 20) for _ in range(25)])", RunOptions{}); value(r) != "25" {
 			t.Errorf("memory not reusable after the %s bomb: %s", b.domain, describe(r))
 		}
 		w.Close()
@@ -521,7 +521,7 @@ func FuzzJSImportRewrite(f *testing.F) {
 		default:
 			t.Fatalf("%q: %s", cell, describe(r))
 		}
-		if r := w.Run(context.Background(), "6 * 7", nil); r.Status != StatusOK || value(r) != "42" {
+		if r := w.Run(context.Background(), "6 * 7", RunOptions{}); r.Status != StatusOK || value(r) != "42" {
 			t.Fatalf("after %q: %s", cell, describe(r))
 		}
 	})

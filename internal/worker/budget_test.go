@@ -26,7 +26,7 @@ func TestMemoryBudget(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			w := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w, stateCode[lang].set, StatusOK)
-			r := w.Run(context.Background(), bombCode[lang], nil)
+			r := w.Run(context.Background(), bombCode[lang], RunOptions{})
 			if r.Status != StatusOOM || !r.BudgetExceeded || r.Reset {
 				t.Fatalf("bomb under a 64 MiB budget: %s (budget exceeded %v)", describe(r), r.BudgetExceeded)
 			}
@@ -79,7 +79,7 @@ func TestMemoryBudgetReclaim(t *testing.T) {
 	}
 	// Nothing left to reclaim: the growth fails inside the guest, as before.
 	e.SetReclaim(func(int64) int64 { return 0 })
-	if r := busy.Run(context.Background(), bombCode[lang], nil); r.Status != StatusOOM || !r.BudgetExceeded {
+	if r := busy.Run(context.Background(), bombCode[lang], RunOptions{}); r.Status != StatusOOM || !r.BudgetExceeded {
 		t.Fatalf("bomb with nothing to reclaim: %s", describe(r))
 	}
 }

@@ -49,6 +49,10 @@ type Config struct {
 	// InterruptGrace is how long a run may take to honour the soft
 	// interrupt before the hard kill; 0 means 2s.
 	InterruptGrace time.Duration
+	// MaxImageBytes caps each image a run shows (show()); 0 means 2 MiB.
+	MaxImageBytes int
+	// MaxImages caps the images one run shows; 0 means 8.
+	MaxImages int
 	// PythonPreload lists the modules imported into Python's base image,
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
@@ -64,6 +68,8 @@ const (
 	minTotalMemoryMiB     = 64
 	defaultMaxOutput      = 64 << 10
 	defaultGrace          = 2 * time.Second
+	defaultMaxImageBytes  = 2 << 20
+	defaultMaxImages      = 8
 	// killWait bounds the wait for a strictly terminated call to unwind.
 	killWait = time.Second
 )
@@ -90,6 +96,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxOutputBytes < 0 {
 		return c, fmt.Errorf("max output bytes %d: must not be negative", c.MaxOutputBytes)
+	}
+	if c.MaxImageBytes == 0 {
+		c.MaxImageBytes = defaultMaxImageBytes
+	}
+	if c.MaxImages == 0 {
+		c.MaxImages = defaultMaxImages
+	}
+	if c.MaxImageBytes < 0 || c.MaxImages < 0 {
+		return c, fmt.Errorf("image limits %d bytes, %d images: must not be negative", c.MaxImageBytes, c.MaxImages)
 	}
 	if c.InterruptGrace == 0 {
 		c.InterruptGrace = defaultGrace

@@ -17,7 +17,7 @@ import (
 func runWithTimeout(w *Worker, code string, d time.Duration) Result {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	return w.Run(ctx, code, nil)
+	return w.Run(ctx, code, RunOptions{})
 }
 
 // TestJSTimeoutWhileDrainingJobs: a deadline that fires while the guest runs
@@ -253,7 +253,7 @@ func TestPythonRecursionLimitClamped(t *testing.T) {
 		"import ast\ne = ast.Constant(1)\nfor _ in range(10**5):\n    e = ast.UnaryOp(ast.USub(), e)\ncompile(ast.fix_missing_locations(ast.Expression(e)), 's', 'eval')",
 		"import ast\ne = ast.Constant(1)\nfor _ in range(6000):\n    e = ast.Call(ast.Name('f', ast.Load()), [e], [])\ncompile(ast.fix_missing_locations(ast.Expression(e)), 's', 'eval')",
 	} {
-		r := w.Run(context.Background(), code, nil)
+		r := w.Run(context.Background(), code, RunOptions{})
 		if r.Reset || (r.Status != StatusOK && r.Status != StatusError && r.Status != StatusOOM) {
 			t.Errorf("%s: %s", code, firstLines(describe(r), 6))
 		}

@@ -47,7 +47,7 @@ func BenchmarkNewWorkerFirstCall(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if r := w.Run(context.Background(), firstCell[lang], nil); r.Status != StatusOK {
+				if r := w.Run(context.Background(), firstCell[lang], RunOptions{}); r.Status != StatusOK {
 					b.Fatal(describe(r))
 				}
 				w.Close()
@@ -63,7 +63,7 @@ func benchWorker(b *testing.B, e *Engine, lang string) *Worker {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { w.Close() })
-	if r := w.Run(context.Background(), stateCode[lang].set, nil); r.Status != StatusOK {
+	if r := w.Run(context.Background(), stateCode[lang].set, RunOptions{}); r.Status != StatusOK {
 		b.Fatal(describe(r))
 	}
 	return w

@@ -35,7 +35,7 @@ func BenchmarkGuestProgressCall(b *testing.B) {
 	sink := &benchCountSink{}
 	run := func(code string) time.Duration {
 		t0 := time.Now()
-		r := w.Run(context.Background(), code, sink)
+		r := w.Run(context.Background(), code, RunOptions{Sink: sink})
 		d := time.Since(t0)
 		if r.Status != StatusOK {
 			b.Fatalf("run: %s %v", r.Status, r.Error)

@@ -35,7 +35,7 @@ func BenchmarkPythonNewWorker(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
+			if r := w.Run(context.Background(), "1+1", RunOptions{}); r.Status != StatusOK {
 				b.Fatal(describe(r))
 			}
 			w.Close()
@@ -50,12 +50,12 @@ func pyBenchRun(b *testing.B, strict bool, setup, code string) {
 	}
 	defer w.Close()
 	if setup != "" {
-		if r := w.Run(context.Background(), setup, nil); r.Status != StatusOK {
+		if r := w.Run(context.Background(), setup, RunOptions{}); r.Status != StatusOK {
 			b.Fatal(describe(r))
 		}
 	}
 	for b.Loop() {
-		if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
+		if r := w.Run(context.Background(), code, RunOptions{}); r.Status != StatusOK {
 			b.Fatal(describe(r))
 		}
 	}
@@ -103,7 +103,7 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 		defer w.Close()
 		// The first error of a worker imports traceback (~0.1-0.2 s): keep
 		// that out of the figure.
-		if r := w.Run(context.Background(), "raise ValueError", nil); r.Status != StatusError {
+		if r := w.Run(context.Background(), "raise ValueError", RunOptions{}); r.Status != StatusError {
 			b.Fatal(describe(r))
 		}
 		var total time.Duration
@@ -111,7 +111,7 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var at time.Time
 			rec := &progressRec{fn: func() { at = time.Now(); cancel() }}
-			r := w.Run(ctx, "from execd import progress\nprogress(1)\nwhile True: pass", rec)
+			r := w.Run(ctx, "from execd import progress\nprogress(1)\nwhile True: pass", RunOptions{Sink: rec})
 			total += time.Since(at)
 			cancel()
 			if r.Status != StatusInterrupted || r.Reset {

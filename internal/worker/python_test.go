@@ -166,7 +166,7 @@ func TestPythonErrors(t *testing.T) {
 func TestPythonProgress(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
 	sink := &recordSink{}
-	r := w.Run(context.Background(), "from execd import progress\nfor i in range(1, 4):\n    progress(i, 3, f'step {i}')\nprogress(4, 'no total')\n'done'", sink)
+	r := w.Run(context.Background(), "from execd import progress\nfor i in range(1, 4):\n    progress(i, 3, f'step {i}')\nprogress(4, 'no total')\n'done'", RunOptions{Sink: sink})
 	if r.Status != StatusOK {
 		t.Fatalf("run: %s", describe(r))
 	}
@@ -238,7 +238,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			cancel()
 		}()
-		r := w.Run(ctx, loop, nil)
+		r := w.Run(ctx, loop, RunOptions{})
 		cancel()
 		if r.Status != StatusInterrupted || r.Reset {
 			t.Fatalf("interrupted run = %s", describe(r))
@@ -250,7 +250,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 	// A deadline is a timeout; state is kept too.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	r := w.Run(ctx, "while True: pass", nil)
+	r := w.Run(ctx, "while True: pass", RunOptions{})
 	if r.Status != StatusTimeout || r.Reset {
 		t.Fatalf("timed-out run = %s", describe(r))
 	}
@@ -272,7 +272,7 @@ func TestPythonHardKill(t *testing.T) {
 	mustRun(t, w, "x = 1", StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	r := w.Run(ctx, "sum(range(10**15))", nil)
+	r := w.Run(ctx, "sum(range(10**15))", RunOptions{})
 	if r.Status != StatusTimeout || !r.Reset {
 		t.Fatalf("C loop = %s", describe(r))
 	}
@@ -325,12 +325,12 @@ func TestPythonRecursion(t *testing.T) {
 		t.Fatalf("recursion = %s", describe(r))
 	}
 	// Recursion through C (repr of a deeply nested list).
-	r = w.Run(context.Background(), "l = []\nfor _ in range(100000):\n    l = [l]\nrepr(l)", nil)
+	r = w.Run(context.Background(), "l = []\nfor _ in range(100000):\n    l = [l]\nrepr(l)", RunOptions{})
 	if r.Status != StatusError || r.Error.Type != "RecursionError" || r.Reset {
 		t.Fatalf("nested repr = %s", describe(r))
 	}
 	mustRun(t, w, "import sys\nsys.setrecursionlimit(100000)", StatusOK)
-	r = w.Run(context.Background(), "def g(n):\n    return g(n + 1) if n < 50000 else n\ng(0)", nil)
+	r = w.Run(context.Background(), "def g(n):\n    return g(n + 1) if n < 50000 else n\ng(0)", RunOptions{})
 	if r.Status != StatusOK && (r.Error == nil || r.Error.Type != "RecursionError") && !r.Reset {
 		t.Fatalf("raised limit = %s", describe(r))
 	}
@@ -410,7 +410,7 @@ func TestPythonParallelWorkers(t *testing.T) {
 			}
 			defer w.Close()
 			code := "import json, decimal, statistics\nv = " + strconv.Itoa(i) + "\njson.dumps({'v': v})"
-			r := w.Run(context.Background(), code, nil)
+			r := w.Run(context.Background(), code, RunOptions{})
 			if want := `'{"v": ` + strconv.Itoa(i) + `}'`; r.Status != StatusOK || r.Value == nil || *r.Value != want {
 				errs <- describe(r)
 			}

@@ -103,28 +103,29 @@ func (w *Worker) Close() error {
 
 // Run evaluates code as the next cell of the worker's session.
 //
-// When ctx ends, the guest is asked to stop (a soft interrupt that keeps
-// its state); if it has not returned after the engine's InterruptGrace, the
-// instance is killed and replaced, and the Result says Reset. The status is
-// timeout when ctx's deadline passed, interrupted for any other
+// When ctx ends or opts.Timeout passes, the guest is asked to stop (a soft
+// interrupt that keeps its state; an input() it waits in ends); if it has
+// not returned after the engine's InterruptGrace, the instance is killed
+// and replaced, and the Result says Reset. The status is timeout when the
+// timeout or ctx's deadline passed, interrupted for any other
 // cancellation. A guest crash also replaces the instance. Run never panics
-// on guest behaviour; sink, if not nil, receives the guest's progress calls
-// on the goroutine running the guest.
-func (w *Worker) Run(ctx context.Context, code string, sink ProgressSink) Result {
+// on guest behaviour; opts.Sink and opts.Input are called on the goroutine
+// running the guest.
+func (w *Worker) Run(ctx context.Context, code string, opts RunOptions) Result {
 	start := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	res := w.run(ctx, code, sink)
-	res.Duration = time.Since(start)
+	res, waited := w.run(ctx, code, opts)
+	res.Duration = time.Since(start) - waited
 	return res
 }
 
-func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result {
+func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result, time.Duration) {
 	if w.closed || w.e.isClosed() {
-		return sandboxError("the worker is closed", false)
+		return sandboxError("the worker is closed", false), 0
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{Status: cancelStatus(ctx), Error: cancelError(ctx, false)}
+		return Result{Status: cancelStatus(ctx, false), Error: cancelError(ctx, false, false)}, 0
 	}
 	if w.inst == nil {
 		inst, err := w.e.newInstance(ctx, w.g, w.opts)
@@ -132,7 +133,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 			w.e.log.Error("instance replacement failed", zap.String("language", w.lang), zap.Error(err))
 			res := sandboxError("could not start an instance: "+err.Error(), true)
 			res.FreshInstance = true
-			return res
+			return res, 0
 		}
 		w.setInstance(inst)
 	}
@@ -148,7 +149,12 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	inst.stdout.swap(stdout)
 	inst.stderr.swap(stderr)
 
-	st := &runState{sink: sink, yielded: time.Since(yieldClock)}
+	stopCtx, stopInput := context.WithCancel(context.Background())
+	defer stopInput()
+	timer := newRunTimer(opts.Timeout)
+	defer timer.stop()
+	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx, timer: timer,
+		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
 	done := make(chan outcome, 1)
 	go func() {
@@ -157,11 +163,19 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	}()
 
 	var out outcome
-	killed, abandoned := false, false
+	killed, abandoned, timedOut, stopping := false, false, false, true
 	select {
 	case out = <-done:
+		stopping = false
+	case <-timer.C():
+		timedOut = true
 	case <-ctx.Done():
+	}
+	if stopping {
+		// Stopped by the caller or the timeout: the soft interrupt, which
+		// also ends a wait for input, then the kill after the grace.
 		st.interrupt.Store(true)
+		stopInput()
 		w.e.observer().Interrupted(w.lang)
 		grace := time.NewTimer(w.e.cfg.InterruptGrace)
 		select {
@@ -191,16 +205,23 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), FreshInstance: reset, Restored: restored}
 	res.Truncated = stdout.Truncated() || stderr.Truncated()
 	res.BudgetExceeded = inst.mem.refused.Load() > refused
+	st.mu.Lock()
+	res.Images = st.images
+	st.mu.Unlock()
+	var waited time.Duration
+	if !abandoned { // else the guest's goroutine may still be in an input()
+		waited = st.waited
+	}
 
 	switch {
 	case killed:
 		w.drop(inst, abandoned, done)
-		res.Status = cancelStatus(ctx)
-		res.Error = cancelError(ctx, true)
+		res.Status = cancelStatus(ctx, timedOut)
+		res.Error = cancelError(ctx, timedOut, true)
 		res.Reset = true
 		res.Discarded = DiscardKilled
 		w.e.log.Info("sandbox killed after the interrupt grace", zap.String("language", w.lang), zap.Bool("abandoned", abandoned))
-		return res
+		return res, waited
 	case out.err != nil:
 		w.drop(inst, false, done)
 		res.Status = StatusError
@@ -208,7 +229,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 		res.Reset = true
 		res.Discarded = DiscardCrashed
 		w.e.log.Warn("sandbox crashed", zap.String("language", w.lang), zap.Error(out.err))
-		return res
+		return res, waited
 	}
 
 	env := out.env
@@ -226,9 +247,9 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 	case "oom":
 		res.Status = StatusOOM
 	case "interrupted":
-		if ctx.Err() != nil {
-			res.Status = cancelStatus(ctx)
-			res.Error = cancelError(ctx, false)
+		if ctx.Err() != nil || timedOut {
+			res.Status = cancelStatus(ctx, timedOut)
+			res.Error = cancelError(ctx, timedOut, false)
 		} else {
 			res.Status = StatusError
 		}
@@ -242,7 +263,7 @@ func (w *Worker) run(ctx context.Context, code string, sink ProgressSink) Result
 			res.Status = StatusReset
 		}
 	}
-	return res
+	return res, waited
 }
 
 // outcome is what the goroutine running a guest call hands back.
@@ -269,8 +290,9 @@ func (w *Worker) drop(inst *instance, abandoned bool, done <-chan outcome) {
 	}()
 }
 
-func cancelStatus(ctx context.Context) Status {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+// cancelStatus is the status of a run stopped by its timeout or by ctx.
+func cancelStatus(ctx context.Context, timedOut bool) Status {
+	if timedOut || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return StatusTimeout
 	}
 	return StatusInterrupted
@@ -278,9 +300,9 @@ func cancelStatus(ctx context.Context) Status {
 
 // cancelError says why the run stopped: the facts, not what they mean for
 // the caller's state (Result.Discarded says whether the instance is gone).
-func cancelError(ctx context.Context, killed bool) *GuestError {
+func cancelError(ctx context.Context, timedOut, killed bool) *GuestError {
 	var msg string
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if timedOut || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		msg = "execution timed out"
 	} else {
 		msg = "execution interrupted"

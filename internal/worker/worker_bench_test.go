@@ -74,12 +74,12 @@ func BenchmarkNewWorker(b *testing.B) {
 func benchRun(b *testing.B, strict bool, setup, code string) {
 	w := newWorker(b, testEngine(b, strict), WorkerOptions{})
 	if setup != "" {
-		if r := w.Run(context.Background(), setup, nil); r.Status != StatusOK {
+		if r := w.Run(context.Background(), setup, RunOptions{}); r.Status != StatusOK {
 			b.Fatal(describe(r))
 		}
 	}
 	for b.Loop() {
-		if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
+		if r := w.Run(context.Background(), code, RunOptions{}); r.Status != StatusOK {
 			b.Fatal(describe(r))
 		}
 	}
@@ -105,7 +105,7 @@ func BenchmarkSoftInterrupt(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			var at time.Time
 			rec := &progressRec{fn: func() { at = time.Now(); cancel() }}
-			r := w.Run(ctx, "progress(1); for (;;) {}", rec)
+			r := w.Run(ctx, "progress(1); for (;;) {}", RunOptions{Sink: rec})
 			total += time.Since(at)
 			cancel()
 			if r.Status != StatusInterrupted || r.Reset {
@@ -141,7 +141,7 @@ func idleWorkers(b *testing.B, e *Engine, lang string, n int, code string) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if r := w.Run(context.Background(), code, nil); r.Status != StatusOK {
+			if r := w.Run(context.Background(), code, RunOptions{}); r.Status != StatusOK {
 				b.Fatal(describe(r))
 			}
 			ws = append(ws, w)
@@ -199,7 +199,7 @@ func BenchmarkFairness(b *testing.B) {
 	sleepThenRun := func(b *testing.B, w *Worker) {
 		timed(b, func() {
 			time.Sleep(time.Millisecond)
-			if r := w.Run(context.Background(), "1+1", nil); r.Status != StatusOK {
+			if r := w.Run(context.Background(), "1+1", RunOptions{}); r.Status != StatusOK {
 				b.Fatal(describe(r))
 			}
 		})
@@ -219,7 +219,7 @@ func BenchmarkFairness(b *testing.B) {
 				for range 2 * runtime.GOMAXPROCS(0) {
 					w := newWorker(b, e, WorkerOptions{})
 					wg.Add(1)
-					go func() { defer wg.Done(); w.Run(ctx, "for (;;) {}", nil) }()
+					go func() { defer wg.Done(); w.Run(ctx, "for (;;) {}", RunOptions{}) }()
 				}
 				w := newWorker(b, e, WorkerOptions{})
 				time.Sleep(50 * time.Millisecond) // the loops are spinning

@@ -115,7 +115,7 @@ func describe(r Result) string {
 // mustRun runs code and fails unless the status is want.
 func mustRun(t testing.TB, w *Worker, code string, want Status) Result {
 	t.Helper()
-	r := w.Run(context.Background(), code, nil)
+	r := w.Run(context.Background(), code, RunOptions{})
 	if r.Status != want {
 		t.Fatalf("Run(%.120q) = %s; want status %s\nstdout: %.300s\nstderr: %.500s", code, describe(r), want, r.Stdout, r.Stderr)
 	}
@@ -177,7 +177,7 @@ func TestREPLSemantics(t *testing.T) {
 		{code: "typeof process + typeof require + typeof fetch", status: StatusOK, value: `"undefinedundefinedundefined"`},
 	}
 	for _, tc := range tests {
-		r := w.Run(context.Background(), tc.code, nil)
+		r := w.Run(context.Background(), tc.code, RunOptions{})
 		if r.Status != tc.status || value(r) != tc.value || r.Stdout != tc.stdout || r.Stderr != tc.stderr {
 			t.Errorf("Run(%q) = %s stdout=%q stderr=%q; want %s value=%s stdout=%q stderr=%q",
 				tc.code, describe(r), r.Stdout, r.Stderr, tc.status, tc.value, tc.stdout, tc.stderr)
@@ -260,7 +260,7 @@ func TestProgress(t *testing.T) {
 	t.Parallel()
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	rec := &progressRec{}
-	r := w.Run(context.Background(), "progress(1, 3, 'one'); progress(2, 'two'); progress(2.5); progress(3, 3)", rec)
+	r := w.Run(context.Background(), "progress(1, 3, 'one'); progress(2, 'two'); progress(2.5); progress(3, 3)", RunOptions{Sink: rec})
 	if r.Status != StatusOK {
 		t.Fatalf("Run: %s", describe(r))
 	}
@@ -279,7 +279,7 @@ func runCancelledInLoop(t *testing.T, w *Worker, code string) Result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec := &progressRec{fn: cancel}
-	return w.Run(ctx, code, rec)
+	return w.Run(ctx, code, RunOptions{Sink: rec})
 }
 
 func TestSoftInterruptKeepsState(t *testing.T) {
@@ -318,7 +318,7 @@ func TestTimeoutStatus(t *testing.T) {
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	r := w.Run(ctx, "for (;;) {}", nil)
+	r := w.Run(ctx, "for (;;) {}", RunOptions{})
 	if r.Status != StatusTimeout || r.Error == nil || !strings.Contains(r.Error.Message, "timed out") {
 		t.Fatalf("deadline: %s", describe(r))
 	}
@@ -327,7 +327,7 @@ func TestTimeoutStatus(t *testing.T) {
 	// A context that is already done runs nothing.
 	done, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	r = w.Run(done, "globalThis.ran = true", nil)
+	r = w.Run(done, "globalThis.ran = true", RunOptions{})
 	if r.Status != StatusInterrupted {
 		t.Fatalf("cancelled before Run: %s", describe(r))
 	}
@@ -346,7 +346,7 @@ func TestHardKillResets(t *testing.T) {
 	mustRun(t, w, "let before = 1", StatusOK)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	r := w.Run(ctx, "for (;;) {}", nil)
+	r := w.Run(ctx, "for (;;) {}", RunOptions{})
 	if r.Status != StatusTimeout || !r.Reset || r.Discarded != DiscardKilled || r.FreshInstance {
 		t.Fatalf("killed run: %s (discarded %q, fresh %v); want timeout with reset, discarded as killed", describe(r), r.Discarded, r.FreshInstance)
 	}
@@ -369,7 +369,7 @@ func TestCrashReplacesInstance(t *testing.T) {
 	mustRun(t, w, "let s = 1", StatusOK)
 	// Simulate a trap: the instance is gone under the worker.
 	w.inst.mod.Close(context.Background())
-	r := w.Run(context.Background(), "s", nil)
+	r := w.Run(context.Background(), "s", RunOptions{})
 	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" || r.Discarded != DiscardCrashed {
 		t.Fatalf("crashed run: %s (discarded %q)", describe(r), r.Discarded)
 	}
@@ -394,7 +394,7 @@ func TestDeepRecursion(t *testing.T) {
 		"function g(n) { return [1].map(() => g(n + 1)) }; g(0)",
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		r := w.Run(ctx, code, nil)
+		r := w.Run(ctx, code, RunOptions{})
 		cancel()
 		if r.Reset {
 			t.Logf("%.40q reset the instance: %s", code, describe(r))
@@ -404,7 +404,7 @@ func TestDeepRecursion(t *testing.T) {
 			t.Errorf("%.40q: %s", code, describe(r))
 		}
 	}
-	r = w.Run(context.Background(), "typeof alive", nil)
+	r = w.Run(context.Background(), "typeof alive", RunOptions{})
 	if r.Status != StatusOK && r.Status != StatusReset {
 		t.Fatalf("after recursion: %s", describe(r))
 	}
@@ -424,7 +424,7 @@ func TestOutOfMemory(t *testing.T) {
 		"strs = null",
 		"const bigs = []; for (;;) bigs.push(new Array(1e6).fill(0))",
 	} {
-		r := w.Run(context.Background(), code, nil)
+		r := w.Run(context.Background(), code, RunOptions{})
 		if r.Reset {
 			t.Fatalf("%.40q: instance reset: %s", code, describe(r))
 		}
@@ -494,7 +494,7 @@ func TestHostileCode(t *testing.T) {
 		}
 		for _, c := range cases {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			r := w.Run(ctx, c.code, nil)
+			r := w.Run(ctx, c.code, RunOptions{})
 			cancel()
 			good := false
 			for _, s := range c.ok {
@@ -534,14 +534,14 @@ func TestWorkspaceDir(t *testing.T) {
 		t.Errorf("readdir = %s", value(r))
 	}
 	for _, p := range []string{"/etc/passwd", "/workspace/../../etc/passwd", "/proc/self/environ"} {
-		r = w.Run(context.Background(), "fs.readFile('"+p+"')", nil)
+		r = w.Run(context.Background(), "fs.readFile('"+p+"')", RunOptions{})
 		if r.Status != StatusError {
 			t.Errorf("reading %s: %s", p, describe(r))
 		}
 	}
 	// Without a Dir there is no file system at all.
 	w2 := newWorker(t, testEngine(t, true), WorkerOptions{})
-	if r := w2.Run(context.Background(), "fs.writeFile('/workspace/x', 'y')", nil); r.Status != StatusError {
+	if r := w2.Run(context.Background(), "fs.writeFile('/workspace/x', 'y')", RunOptions{}); r.Status != StatusError {
 		t.Errorf("write without a workspace dir: %s", describe(r))
 	}
 }
@@ -565,7 +565,7 @@ func TestWorkerLifecycle(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if r := w.Run(context.Background(), "1", nil); r.Status != StatusError {
+	if r := w.Run(context.Background(), "1", RunOptions{}); r.Status != StatusError {
 		t.Errorf("Run after Close: %s", describe(r))
 	}
 }
@@ -585,7 +585,7 @@ func TestParallelWorkers(t *testing.T) {
 			}
 			defer w.Close()
 			for j := 0; j < 20; j++ {
-				r := w.Run(context.Background(), "globalThis.c = (globalThis.c || 0) + 1; console.log(c); c", nil)
+				r := w.Run(context.Background(), "globalThis.c = (globalThis.c || 0) + 1; console.log(c); c", RunOptions{})
 				if r.Status != StatusOK || value(r) != ftoa(float64(j+1)) {
 					t.Errorf("worker run %d: %s", j, describe(r))
 					return
@@ -606,7 +606,7 @@ func TestEngineClose(t *testing.T) {
 	if err := e.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.Run(context.Background(), "1", nil); r.Status != StatusError {
+	if r := w.Run(context.Background(), "1", RunOptions{}); r.Status != StatusError {
 		t.Errorf("Run after engine Close: %s", describe(r))
 	}
 	if _, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{}); !errors.Is(err, ErrClosed) {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 )
 
@@ -193,6 +192,7 @@ func (m *Manager) RestoreCheckpoint(ctx context.Context, principal, id, checkpoi
 		}
 		m.closeRunners(w.key, m.takeRunners(w))
 		m.forgetFS(w)
+		m.forgetRecent(w.key)
 		if err := swapDirs(w.dir, tmp); err != nil {
 			return stateError("could not restore the checkpoint's files", err)
 		}
@@ -232,7 +232,7 @@ func swapDirs(dir, other string) error {
 	return os.Rename(old, other)
 }
 
-// Fork makes a new workspace, newID (a generated UUID when empty), of the
+// Fork makes a new workspace, newID (minted by Config.NewID when empty), of the
 // same principal, holding a copy of the workspace's interpreters — cloned:
 // their random generators are reseeded when they are restored — and of its
 // files, and returns its id. The copy's files count against its own disk
@@ -241,7 +241,7 @@ func swapDirs(dir, other string) error {
 // exists (Exists) or an interpreter cannot be saved (ErrNotSaveable).
 func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string, error) {
 	if newID == "" {
-		newID = uuid.NewString()
+		newID = m.cfg.NewID()
 	} else if err := ValidateID(newID); err != nil {
 		return "", err
 	}

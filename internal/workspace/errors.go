@@ -27,6 +27,11 @@ const (
 	LimitReached
 	// Exhausted: the process is out of file descriptors.
 	Exhausted
+	// InvalidPath: a file path is malformed, leaves the workspace, or
+	// names something that is not a regular file.
+	InvalidPath
+	// FileNotFound: the workspace has no file at the path.
+	FileNotFound
 )
 
 func (c Code) String() string {
@@ -51,6 +56,10 @@ func (c Code) String() string {
 		return "limit_reached"
 	case Exhausted:
 		return "exhausted"
+	case InvalidPath:
+		return "invalid_path"
+	case FileNotFound:
+		return "file_not_found"
 	}
 	return "unknown"
 }
@@ -87,4 +96,6 @@ var (
 	ErrExists              = &Error{Code: Exists, Msg: "already exists"}
 	ErrLimitReached        = &Error{Code: LimitReached, Msg: "limit reached"}
 	ErrExhausted           = &Error{Code: Exhausted, Msg: "out of file descriptors"}
+	ErrInvalidPath         = &Error{Code: InvalidPath, Msg: "invalid path"}
+	ErrFileNotFound        = &Error{Code: FileNotFound, Msg: "no such file"}
 )

@@ -27,6 +27,7 @@ import (
 //	open F     keep F open (the runner then cannot be saved)   close
 //	rand       the next number of the runner's generator
 //	wait       block until released
+//	ask P      the answer of the run's Input to the prompt P
 //	kill       end as a hard kill would (timeout, instance discarded)
 //	crash      end as a crash would (error, instance discarded)
 //	fresh      report a run on a replaced instance
@@ -167,7 +168,7 @@ type fakeRunner struct {
 	closed atomic.Bool
 }
 
-func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressSink) (worker.Result, Facts) {
+func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, Facts) {
 	if r.closed.Load() {
 		return worker.Result{Status: worker.StatusError, Stderr: "run on a closed runner"}, Facts{}
 	}
@@ -244,6 +245,17 @@ func (r *fakeRunner) Run(ctx context.Context, code string, sink worker.ProgressS
 	case code == "rand":
 		r.seed = r.seed*6364136223846793005 + 1442695040888963407
 		set(strconv.FormatUint(r.seed>>33, 10))
+	case len(f) == 2 && f[0] == "ask":
+		if opts.Input == nil {
+			fail("nobody can answer")
+			break
+		}
+		ans := opts.Input.Input(ctx, f[1])
+		if ans.Status != worker.InputOK {
+			fail(fmt.Sprintf("input status %d", ans.Status))
+			break
+		}
+		set(ans.Text)
 	case len(f) >= 1 && f[0] == "wait":
 		r.f.started <- code
 		select {

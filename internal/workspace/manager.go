@@ -77,8 +77,13 @@ type Request struct {
 	Language  string // a language of the Factory or an alias ("js", "py")
 	Code      string
 	Sink      worker.ProgressSink // may be nil
+	// Input answers the code's input(); nil: nobody can answer. While the
+	// code waits for it the run gives its run slot back (it keeps the
+	// workspace's turn).
+	Input worker.InputSource
 	// Timeout bounds the run itself, not the wait for the workspace's
-	// earlier calls or for a run slot. Zero means none.
+	// earlier calls or for a run slot, nor the code's waits for Input.
+	// Zero means none.
 	Timeout time.Duration
 }
 
@@ -102,6 +107,11 @@ type Outcome struct {
 	// because the workspace's disk quota, DiskQuotaBytes, is used up.
 	DiskFull       bool
 	DiskQuotaBytes int64
+	// Files are the regular files under /workspace the run created or
+	// changed, in the order first changed, at most MaxTouched;
+	// FilesTruncated reports that it changed more.
+	Files          []FileInfo
+	FilesTruncated bool
 }
 
 // key names a workspace: its principal's directory name (principalDir,
@@ -148,7 +158,8 @@ type Manager struct {
 
 	mu       sync.Mutex
 	wss      map[key]*ws
-	live     int // live runners
+	recent   map[string][]FileInfo // by principal directory: files changed lately, newest first
+	live     int                   // live runners
 	closed   bool
 	draining bool
 	drained  chan struct{} // closed by Drain
@@ -202,6 +213,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		start:       time.Now(),
 		obs:         cfg.Observer,
 		wss:         map[key]*ws{},
+		recent:      map[string][]FileInfo{},
 		drained:     make(chan struct{}),
 		idle:        make(chan struct{}),
 		stop:        make(chan struct{}),
@@ -454,7 +466,8 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	defer m.slots.release(w.key.pdir)
+	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
+	defer slot.end()
 
 	fsys, err := m.prepare(w)
 	if err != nil {
@@ -470,14 +483,14 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	w.lastUsed = time.Now()
 	m.mu.Unlock()
 
-	runCtx := ctx
-	if req.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
+	opts := worker.RunOptions{Sink: req.Sink, Timeout: req.Timeout}
+	if req.Input != nil {
+		opts.Input = slot
 	}
-	endRun := m.obs.Phase(runCtx, PhaseRun, lang)
-	res, facts := r.Run(runCtx, req.Code, req.Sink)
+	fsys.Track()
+	endRun := m.obs.Phase(ctx, PhaseRun, lang)
+	res, facts := r.Run(ctx, req.Code, opts)
+	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
 	endRun(string(out.Result.Status))
 	out.BudgetExceeded = facts.BudgetExceeded
@@ -486,14 +499,63 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if fsys.Refused() > refused {
 		out.DiskFull = true
 		out.DiskQuotaBytes = int64(m.cfg.MaxDiskMiB) << 20
-		// Kept until the front end words Outcome.DiskFull itself.
-		out.Result.Stderr += fmt.Sprintf("\n[execd] the workspace's disk quota (%d MiB) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.\n", m.cfg.MaxDiskMiB)
 	}
 	m.mu.Lock()
 	w.running = false
 	w.lastUsed = time.Now()
 	m.mu.Unlock()
 	return nil
+}
+
+// heldSlot is a run's slot, given back while the code waits for input:
+// a person answering a question must not keep other workspaces from
+// running. It is the run's InputSource, wrapping the caller's.
+type heldSlot struct {
+	slots     *runSlots
+	principal string
+	in        worker.InputSource
+
+	mu   sync.Mutex
+	held bool
+	done bool // the run is over: the slot is not taken again
+}
+
+func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	h.release()
+	ans := h.in.Input(ctx, prompt)
+	if ctx.Err() != nil {
+		return ans // the run is being stopped: it ends without its slot
+	}
+	// A draining daemon still lets a running call go on: no drained.
+	if h.slots.acquire(ctx, h.principal, &queued{}, nil) == nil {
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			h.slots.release(h.principal)
+			return ans
+		}
+		h.held = true
+		h.mu.Unlock()
+	}
+	return ans
+}
+
+func (h *heldSlot) release() {
+	h.mu.Lock()
+	held := h.held
+	h.held = false
+	h.mu.Unlock()
+	if held {
+		h.slots.release(h.principal)
+	}
+}
+
+// end gives the slot back at the end of the run, for good.
+func (h *heldSlot) end() {
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+	h.release()
 }
 
 // prepare makes sure the workspace's directories exist and its file system
@@ -790,6 +852,12 @@ func (m *Manager) dropState(w *ws, why note) {
 // withTurn runs op holding the turn of an existing workspace: one known in
 // memory with runners, or with a directory on disk.
 func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w *ws) error) error {
+	return m.turn(ctx, principal, id, true, op)
+}
+
+// turn runs op holding the turn of the workspace; with mustExist, only of
+// an existing one (NotFound otherwise).
+func (m *Manager) turn(ctx context.Context, principal, id string, mustExist bool, op func(w *ws) error) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
@@ -805,7 +873,7 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 	m.mu.Lock()
 	hasRunners := len(w.runners) > 0
 	m.mu.Unlock()
-	if !hasRunners {
+	if mustExist && !hasRunners {
 		if st, err := os.Stat(w.dir); err != nil || !st.IsDir() {
 			return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q does not exist", id)}
 		}
@@ -827,6 +895,7 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 			return nil
 		}
 		m.forgetFS(w)
+		m.forgetRecent(w.key)
 		if err := os.RemoveAll(w.dir); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
 		}
@@ -858,6 +927,7 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 		m.mu.Lock()
 		w.ready = false
 		m.mu.Unlock()
+		m.forgetRecent(w.key)
 		// The state goes first: files without state read as a workspace
 		// whose state was lost, state without files would come back.
 		if err := os.RemoveAll(w.state); err != nil {

@@ -64,6 +64,7 @@ type QuotaFS struct {
 
 	mu   sync.Mutex // serialises accounting with the operation it accounts for
 	used int64
+	log  *touchLog // the paths changed since Track; nil when not tracking
 
 	refused atomic.Int64
 	closed  atomic.Bool
@@ -300,7 +301,7 @@ func (q *QuotaFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File
 		if errno != 0 {
 			return nil, errno
 		}
-		return &quotaFile{File: f, q: q}, 0
+		return &quotaFile{File: f, q: q, path: c}, 0
 	}
 
 	q.mu.Lock()
@@ -326,7 +327,8 @@ func (q *QuotaFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File
 		return nil, errno
 	}
 	q.add(delta)
-	return &quotaFile{File: f, q: q}, 0
+	q.touch(c)
+	return &quotaFile{File: f, q: q, path: c}, 0
 }
 
 // unshare gives the regular file at p a data block of its own before it is
@@ -467,6 +469,7 @@ func (q *QuotaFS) Rename(from, to string) sys.Errno {
 		return errno
 	}
 	q.add(-freed)
+	q.touch(t)
 	return 0
 }
 
@@ -524,6 +527,7 @@ func (q *QuotaFS) Link(oldPath, newPath string) sys.Errno {
 		return errno
 	}
 	q.add(cost)
+	q.touch(n)
 	return 0
 }
 
@@ -594,7 +598,8 @@ func (q *QuotaFS) Utimens(p string, atim, mtim int64) sys.Errno {
 // quotaFile charges the growth of one open file.
 type quotaFile struct {
 	sys.File
-	q *QuotaFS
+	q    *QuotaFS
+	path string // as opened, relative to the root
 }
 
 // room returns how many of n bytes written at off fit, given the file's
@@ -648,6 +653,9 @@ func (f *quotaFile) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
 	if grow := off + int64(written) - st.Size; grow > 0 {
 		q.add(grow)
 	}
+	if written > 0 {
+		q.touch(f.path)
+	}
 	return written, errno
 }
 
@@ -675,7 +683,61 @@ func (f *quotaFile) Truncate(size int64) sys.Errno {
 		return errno
 	}
 	q.add(delta)
+	q.touch(f.path)
 	return 0
+}
+
+// MaxTouched is the most paths one Track records.
+const MaxTouched = 256
+
+// touchLog is the paths changed since Track, in the order first changed.
+type touchLog struct {
+	paths []string
+	seen  map[string]bool
+	more  bool // paths beyond MaxTouched were changed
+}
+
+// Track starts recording the paths that writes, truncations, creations,
+// renames (the new name) and links (the new name) change, until Touched.
+// The Manager tracks each run, so that its result can name the files the
+// code changed.
+func (q *QuotaFS) Track() {
+	q.mu.Lock()
+	q.log = &touchLog{seen: map[string]bool{}}
+	q.mu.Unlock()
+}
+
+// Touched stops recording and returns the paths recorded since Track
+// (relative to the root, cleaned, in the order first changed; at most
+// MaxTouched) and whether more were changed. A path may name what no
+// longer exists, or a directory.
+func (q *QuotaFS) Touched() (paths []string, more bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l := q.log
+	q.log = nil
+	if l == nil {
+		return nil, false
+	}
+	return l.paths, l.more
+}
+
+// touch records p. Callers hold q.mu.
+func (q *QuotaFS) touch(p string) {
+	l := q.log
+	if l == nil {
+		return
+	}
+	p = strings.TrimSuffix(p, "/")
+	if p == "." || l.seen[p] {
+		return
+	}
+	if len(l.paths) >= MaxTouched {
+		l.more = true
+		return
+	}
+	l.seen[p] = true
+	l.paths = append(l.paths, p)
 }
 
 // rootDir is the handle wazero opens on the workspace directory for the

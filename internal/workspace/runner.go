@@ -15,9 +15,10 @@ import (
 // holder of the workspace's turn only, one at a time; MemoryBytes may be
 // called at any time.
 type Runner interface {
-	// Run evaluates code as the next cell. The Facts say what became of
-	// the instance; the Manager decides from them what the user is told.
-	Run(ctx context.Context, code string, sink worker.ProgressSink) (worker.Result, Facts)
+	// Run evaluates code as the next cell (worker.Worker.Run describes
+	// opts). The Facts say what became of the instance; the Manager
+	// decides from them what the user is told.
+	Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, Facts)
 	// Snapshot captures the interpreter between runs. An error wrapping
 	// ErrNotSaveable means it cannot be saved now (it holds open files, or
 	// the build cannot save interpreters); the runner is unchanged either

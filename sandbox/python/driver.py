@@ -19,6 +19,34 @@ import execd
 import linecache
 import traceback
 
+
+def show(x):
+    """show(x): attach an image to the call's result. x is a path (read
+    here), the bytes of a PNG, JPEG, GIF or WebP image, or an object with
+    _repr_png_() (as IPython displays it)."""
+    if isinstance(x, (str, os.PathLike)):
+        with open(x, "rb") as f:
+            x = f.read()
+    elif not isinstance(x, (bytes, bytearray, memoryview)) and hasattr(x, "_repr_png_"):
+        x = x._repr_png_()
+    execd._show(x)
+
+
+def _input(prompt=""):
+    """input(prompt): ask the person through the MCP client and return the
+    answer; EOFError when they decline, when the client cannot ask, or when
+    nobody answers in time. The prompt is also written to stdout, as input()
+    does without a terminal."""
+    prompt = str(prompt)
+    if prompt:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+    return execd._input(prompt)
+
+
+execd.show = show
+builtins.input = _input
+
 # Relative paths in the code mean the workspace, when there is one.
 try:
     os.chdir("/workspace")

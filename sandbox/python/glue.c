@@ -27,6 +27,8 @@
 /* Host import (module "execd"); "interrupted" is imported by the patched
    Modules/signalmodule.c, which polls it from the eval breaker. */
 IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
+IMPORT("show") int32_t host_show(const void *data, uint32_t len);
+IMPORT("input") int32_t host_input(const char *prompt, uint32_t prompt_len, char *buf, uint32_t cap);
 
 /* Defined by cpython-wasi.patch: the host's stop request
    (Modules/signalmodule.c), the stack guard (Python/ceval.c) and the
@@ -404,6 +406,80 @@ static PyObject *m_progress(PyObject *self, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
+/* _show(data): hands the bytes of an image to the host (sandbox/ABI.md,
+   execd.show); driver.py's show() reads paths and _repr_png_() first. */
+static PyObject *m_show(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    int32_t r;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Format(PyExc_TypeError, "show() takes a path, the bytes of an image or an object with _repr_png_(), not %.100s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    r = host_show(view.buf, (uint32_t)view.len); /* wasm32: a buffer is below 4 GiB */
+    PyBuffer_Release(&view);
+    switch (r) {
+    case 0:
+        Py_RETURN_NONE;
+    case -1:
+        PyErr_SetString(PyExc_ValueError, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
+        return NULL;
+    case -2:
+        PyErr_SetString(PyExc_ValueError, "show(): the image is larger than execd allows (limits.max_image_bytes)");
+        return NULL;
+    default:
+        PyErr_SetString(PyExc_RuntimeError, "show(): this result already carries the most images execd allows (limits.max_images)");
+        return NULL;
+    }
+}
+
+/* The longest answer input() takes; longer ones are cut. */
+#define INPUT_CAP (64 << 10)
+
+/* _input(prompt): asks the person through the MCP client (sandbox/ABI.md,
+   execd.input) and returns the answer; EOFError when there is none. */
+static PyObject *m_input(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t n;
+    const char *prompt;
+    char *buf;
+    int32_t r;
+    PyObject *ret = NULL;
+    (void)self;
+    prompt = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (!prompt)
+        return NULL;
+    buf = PyMem_Malloc(INPUT_CAP);
+    if (!buf)
+        return PyErr_NoMemory();
+    r = host_input(prompt, (uint32_t)utf8_cut(prompt, n, 16384), buf, INPUT_CAP);
+    switch (r) {
+    case -1:
+        PyErr_SetString(PyExc_EOFError, "EOF when reading a line (the person declined or dismissed the question)");
+        break;
+    case -2:
+        PyErr_SetString(PyExc_EOFError, "input(): nobody can answer: the MCP client cannot be asked (it declared no elicitation capability)");
+        break;
+    case -3:
+        PyErr_SetString(PyExc_EOFError, "input(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
+        break;
+    case -4: /* the host stops the cell: its interrupt, as the eval breaker raises it */
+        _Py_ExecdCheckInterrupt();
+        if (PyErr_CheckSignals() == 0)
+            PyErr_SetNone(PyExc_KeyboardInterrupt);
+        break;
+    default:
+        if (r >= 0)
+            ret = PyUnicode_DecodeUTF8(buf, r, "replace");
+        else
+            PyErr_Format(PyExc_EOFError, "input(): no answer (%d)", (int)r);
+    }
+    PyMem_Free(buf);
+    return ret;
+}
+
 /* _poll(on): lets the eval breaker poll the host's interrupt flag (only
    while user code runs). Turning it off also discards a stop requested but
    not yet raised, so driver code that follows is never interrupted. */
@@ -429,6 +505,8 @@ static PyMethodDef execd_methods[] = {
      "progress(done, total=None, message=None)\n--\n\n"
      "Report progress of the running call to the client. total may be omitted\n"
      "(unknown); progress(done, message) is accepted too."},
+    {"_show", m_show, METH_O, NULL},
+    {"_input", m_input, METH_O, NULL},
     {"_poll", m_poll, METH_O, NULL},
     {"_fired", m_fired, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -436,7 +514,7 @@ static PyMethodDef execd_methods[] = {
 
 static struct PyModuleDef execd_module = {
     PyModuleDef_HEAD_INIT, "execd",
-    "The sandbox's side of execd: progress reporting.", -1, execd_methods,
+    "The sandbox's side of execd: progress(), show() and the input() behind the builtin.", -1, execd_methods,
 };
 
 static PyObject *PyInit_execd(void) { return PyModule_Create(&execd_module); }

@@ -27,6 +27,8 @@
 /* Host imports (module "execd"). */
 IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
 IMPORT("interrupted") int32_t host_interrupted(void);
+IMPORT("show") int32_t host_show(const void *data, uint32_t len);
+IMPORT("input") int32_t host_input(const char *prompt, uint32_t prompt_len, char *buf, uint32_t cap);
 
 /* Added to QuickJS by quickjs-wasi.patch. */
 void JS_DiscardPendingJobs(JSRuntime *rt);
@@ -946,6 +948,101 @@ static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)
     return m;
 }
 
+/* ---- show() and prompt(): images to the result, questions to the person -- */
+
+static JSValue interrupted_error(void);
+
+/* show(x): attaches the image x to the result: a path (read here) or bytes
+   (a Uint8Array, another typed array, or an ArrayBuffer). The host keeps
+   PNG, JPEG, GIF and WebP within its limits (sandbox/ABI.md, execd.show). */
+static JSValue js_show(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    JSValueConst x = argc > 0 ? argv[0] : JS_UNDEFINED;
+    char *file = NULL;
+    const uint8_t *p = NULL;
+    size_t n = 0;
+    int32_t r;
+    (void)this_val;
+    if (JS_IsString(x)) {
+        const char *path = JS_ToCString(c, x);
+        if (!path)
+            return JS_EXCEPTION;
+        file = read_file(c, path, &n);
+        if (!file) {
+            JSValue e = JS_HasException(c) ? JS_EXCEPTION : throw_errno(c, "show", path);
+            JS_FreeCString(c, path);
+            return e;
+        }
+        JS_FreeCString(c, path);
+        p = (const uint8_t *)file;
+    } else if ((p = JS_GetArrayBuffer(c, &n, x)) == NULL) {
+        JS_FreeValue(c, JS_GetException(c)); /* not an ArrayBuffer: a view? */
+        p = bytes_of(c, x, &n);
+        if (!p) {
+            JS_FreeValue(c, JS_GetException(c));
+            return JS_ThrowTypeError(c, "show() takes a path or the bytes of an image (a Uint8Array or an ArrayBuffer)");
+        }
+    }
+    r = host_show(p, (uint32_t)n); /* wasm32: a buffer is below 4 GiB */
+    js_free(c, file);
+    switch (r) {
+    case 0:
+        return JS_UNDEFINED;
+    case -1:
+        return JS_ThrowTypeError(c, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
+    case -2:
+        return JS_ThrowRangeError(c, "show(): the image is larger than execd allows (limits.max_image_bytes)");
+    default:
+        return JS_ThrowRangeError(c, "show(): this result already carries the most images execd allows (limits.max_images)");
+    }
+}
+
+/* The longest answer prompt() takes; longer ones are cut. */
+#define INPUT_CAP (64 << 10)
+
+/* prompt(message): asks the person through the MCP client (sandbox/ABI.md,
+   execd.input): the answer, or null when they decline or dismiss it. */
+static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    const char *msg = "";
+    size_t n = 0;
+    char *buf;
+    int32_t r;
+    JSValue ret;
+    (void)this_val;
+    if (argc > 0 && !JS_IsUndefined(argv[0])) {
+        msg = JS_ToCStringLen(c, &n, argv[0]);
+        if (!msg)
+            return JS_EXCEPTION;
+    }
+    buf = js_malloc(c, INPUT_CAP);
+    if (!buf) {
+        if (argc > 0 && !JS_IsUndefined(argv[0]))
+            JS_FreeCString(c, msg);
+        return JS_EXCEPTION;
+    }
+    r = host_input(msg, (uint32_t)(n > 16384 ? 16384 : n), buf, INPUT_CAP);
+    if (argc > 0 && !JS_IsUndefined(argv[0]))
+        JS_FreeCString(c, msg);
+    if (r >= 0)
+        ret = JS_NewStringLen(c, buf, (size_t)r);
+    else if (r == -1)
+        ret = JS_NULL;
+    else if (r == -2)
+        ret = JS_ThrowInternalError(c, "prompt(): nobody can answer: the MCP client cannot be asked (it declared no elicitation capability)");
+    else if (r == -3)
+        ret = JS_ThrowInternalError(c, "prompt(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
+    else { /* the host stops the cell: its interrupt, uncatchable */
+        JSValue e;
+        interrupt_fired = 1;
+        e = interrupted_error();
+        JS_SetUncatchableError(c, e, 1);
+        ret = JS_Throw(c, e);
+    }
+    js_free(c, buf);
+    return ret;
+}
+
 static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst reason,
                               JS_BOOL is_handled, void *opaque);
 
@@ -986,6 +1083,8 @@ static int setup_globals(void)
     global = JS_GetGlobalObject(ctx);
     JS_SetPropertyStr(ctx, global, "progress",
                       JS_NewCFunction(ctx, js_progress, "progress", 3));
+    JS_SetPropertyStr(ctx, global, "show", JS_NewCFunction(ctx, js_show, "show", 1));
+    JS_SetPropertyStr(ctx, global, "prompt", JS_NewCFunction(ctx, js_prompt, "prompt", 1));
     fs = JS_NewObject(ctx);
     JS_SetPropertyFunctionList(ctx, fs, fs_funcs, sizeof(fs_funcs) / sizeof(fs_funcs[0]));
     JS_SetPropertyStr(ctx, global, "fs", fs);

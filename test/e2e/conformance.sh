@@ -3,7 +3,8 @@
 # (cmd/execd-conformance: execd's front end with the suites' fixture tools, prompts and
 # resources).
 #
-#   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next]     (default: all three)
+#   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next] [production]
+#                                         (default: the first three, against the fixtures)
 #
 #   legacy  @modelcontextprotocol/conformance@0.1.16, all scenarios (active + pending),
 #           2025-11-25 wire; baseline test/e2e/baseline-legacy.yml
@@ -15,6 +16,9 @@
 #           all scenarios: the legacy wire again with the newer suite, which adds
 #           server-session-lifecycle and schema-validates every message (wire-schema-valid);
 #           baseline test/e2e/baseline-legacy-next.yml
+#   production  against bin/execd itself (no fixtures): the 0.2.0-alpha.12 scenarios that
+#           apply to a server without prompts or fixture tools, one by one, on both wires;
+#           caching's prompts check is in test/e2e/baseline-production.yml
 #
 # A baseline lists only scenarios (or scenario:check-id) that cannot apply to execd, each
 # with its reason. The suite fails on any unexpected failure or warning and on any stale
@@ -38,7 +42,41 @@ mkdir -p "$out"
 suite_timeout="${E2E_CONFORMANCE_TIMEOUT:-900}"
 
 ok=0; bad=0
+
+# production URL: each scenario that applies to bin/execd, one run each, on its wire.
+production() {
+  local url="$1" spec sc rc=0 log args
+  for spec in 2026-07-28 2025-11-25; do
+    local list="tools-list resources-list dns-rebinding-protection server-sse-multiple-streams"
+    if [ "$spec" = 2026-07-28 ]; then
+      list="$list sep-2164-resource-not-found caching http-header-validation http-custom-header-server-validation"
+    else
+      list="$list server-initialize server-session-lifecycle ping logging-set-level"
+    fi
+    for sc in $list; do
+      log="$out/production/$spec-$sc.log"
+      args=(--scenario "$sc" --spec-version "$spec")
+      [ "$sc" = caching ] && args+=(--expected-failures "$here/baseline-production.yml")
+      mkdir -p "$out/production"
+      if NO_COLOR=1 FORCE_COLOR=0 timeout --kill-after=10 300 "$E2E_NODE" "$E2E_CONFORMANCE_MODERN/dist/index.js" server \
+          --url "$url" "${args[@]}" -o "$out/production/$spec-$sc" >"$log" 2>&1; then
+        echo "  production $spec $sc: passed"
+      else
+        rc=1
+        echo "  production $spec $sc: FAILED"
+        sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'FAILURE|WARNING' | head -5
+      fi
+    done
+  done
+  return $rc
+}
+
 for suite in "${suites[@]}"; do
+  if [ "$suite" = production ]; then
+    echo "== conformance production (conformance 0.2.0-alpha.12, scenario by scenario) against $url"
+    if production "$url"; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "conformance production: FAILED"; fi
+    continue
+  fi
   case "$suite" in
     legacy)
       pkg="$E2E_CONFORMANCE_LEGACY"; baseline="$here/baseline-legacy.yml"

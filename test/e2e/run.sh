@@ -10,20 +10,22 @@
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
-#    rules no client exercises, and the conformance suites (conformance.sh);
-#    the admin listener in headless Chromium (status.sh), traces into a loopback OTLP/HTTP
-#    receiver (otelcheck), and three instances behind nginx (scaleout.sh);
+#    rules no client exercises, Claude Code, Codex CLI and the Inspector against fake model
+#    APIs to check that text and images reach the model (clients.mjs), and the conformance
+#    suites (conformance.sh); the admin listener in headless Chromium (status.sh), traces
+#    into a loopback OTLP/HTTP receiver (otelcheck), and three instances behind nginx
+#    (scaleout.sh);
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# wire session-ttl conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
+# wire session-ttl clients conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector wire session-ttl conformance status otel scaleout}"
+only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients conformance status otel scaleout}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
@@ -231,6 +233,16 @@ if want session-ttl; then
   fi
 fi
 
+if want clients; then
+  echo "== Claude Code, Codex CLI and the Inspector: does an image reach the model?"
+  if start_server execd-clients "$root/bin/execd"; then
+    step clients timeout --kill-after=10 1800 "$E2E_NODE" "$here/clients.mjs" "$URL" "$root/bin/execd" "$(write_config clients-stdio)"
+    stop_server execd-clients "${pids[-1]}"
+  else
+    record start-execd-clients 1
+  fi
+fi
+
 if want status; then
   echo "== admin listener: the status page in headless Chromium, /metrics, pprof"
   step status timeout --kill-after=10 300 bash "$here/status.sh" "$out/status" "$root/bin/execd"
@@ -254,6 +266,13 @@ if want conformance; then
     stop_server execd-conformance "${pids[-1]}"
   else
     record start-execd-conformance 1
+  fi
+  echo "== start bin/execd for the scenarios that apply to it"
+  if start_server execd-production "$root/bin/execd"; then
+    step conformance-production env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" production
+    stop_server execd-production "${pids[-1]}"
+  else
+    record start-execd-production 1
   fi
 fi
 

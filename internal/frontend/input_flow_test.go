@@ -1,0 +1,142 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const elicitingInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`
+
+// initElicit opens a legacy session whose client declared elicitation.
+func (c *client) initElicit() {
+	c.t.Helper()
+	resp := c.post(context.Background(), elicitingInit, nil)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		c.t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	c.session = resp.Header.Get("Mcp-Session-Id")
+}
+
+// ask starts execute_code "ask prompt" and returns the id of the
+// elicitation it sends and the rest of its stream.
+func (c *client) ask(id int, prompt string) (string, <-chan map[string]any) {
+	c.t.Helper()
+	ev := events(c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask %s","language":"javascript","workspace":"w%d"}}}`, id, prompt, id), nil))
+	for m := range ev {
+		if m["method"] == "elicitation/create" {
+			return m["id"].(string), ev
+		}
+	}
+	c.t.Fatal("no elicitation/create on the stream")
+	return "", nil
+}
+
+func (c *client) respond(id, value string) int {
+	c.t.Helper()
+	resp := c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"value":%q}}}`, id, value), nil)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func resultOf(t *testing.T, ev <-chan map[string]any) map[string]any {
+	t.Helper()
+	for m := range ev {
+		if r, ok := m["result"].(map[string]any); ok {
+			return r["structuredContent"].(map[string]any)
+		}
+	}
+	t.Fatal("the stream ended without a result")
+	return nil
+}
+
+// A response from another session, or another principal on this session's
+// id, is accepted (202), logged and ignored: the code still waits, and
+// gets the answer of its own session.
+func TestForeignResponsesAreIgnored(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte("alice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
+	cfg := testOptions()
+	cfg.AuthTokensFile = tokens
+	logs := newLogged()
+	cfg.Logger = logs.log
+	_, ts := newHTTP(t, cfg, &fakeExec{})
+	alice := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
+	alice.initElicit()
+	other := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
+	other.initElicit()
+	bob := &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb", session: alice.session}
+
+	id, ev := alice.ask(1, "Name?")
+	if code := other.respond(id, "from alice's other session"); code != 202 {
+		t.Fatalf("another session's response: %d", code)
+	}
+	if code := bob.respond(id, "from bob"); code != 202 {
+		t.Fatalf("another principal's response on alice's session: %d", code)
+	}
+	if code := alice.respond("execd-999", "unknown"); code != 202 {
+		t.Fatalf("a response for an unknown id: %d", code)
+	}
+	if code := alice.respond(id, "Ada"); code != 202 {
+		t.Fatalf("the answer: %d", code)
+	}
+	if code := alice.respond(id, "twice"); code != 202 {
+		t.Fatalf("a second answer: %d", code)
+	}
+	if sc := resultOf(t, ev); sc["result"] != `"Ada"` {
+		t.Fatalf("the code got %v", sc)
+	}
+	ignored := logs.FilterMessageSnippet("client response ignored").All()
+	if len(ignored) != 4 {
+		var msgs []string
+		for _, e := range logs.All() {
+			msgs = append(msgs, e.Message)
+		}
+		t.Fatalf("%d ignored responses logged; want 4 (another session, another principal, unknown id, a second answer): %q", len(ignored), msgs)
+	}
+}
+
+// A parked modern run that nobody answers within the input timeout gets
+// EOF and ends; its state is then refused.
+func TestParkedRunExpires(t *testing.T) {
+	cfg := testOptions()
+	cfg.InputTimeout = 100 * time.Millisecond
+	ex := &notifyingExec{fakeExec: &fakeExec{}, done: make(chan struct{})}
+	_, ts := newHTTP(t, cfg, ex)
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	call := func(id int, extra string) map[string]any {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask Name?","language":"javascript","workspace":"w"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}%s}}`, id, extra)
+		var last map[string]any
+		for m := range events(c.post(context.Background(), body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "w"})) {
+			last = m
+		}
+		return last
+	}
+	first := call(1, "")
+	state, _ := first["result"].(map[string]any)["requestState"].(string)
+	if state == "" {
+		t.Fatalf("no input_required: %v", first)
+	}
+	select {
+	case <-ex.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked run did not end after the input timeout")
+	}
+	if ex.status != "error" {
+		t.Fatalf("the expired run ended %s", ex.status)
+	}
+	st, _ := json.Marshal(state)
+	retry := call(2, fmt.Sprintf(`,"requestState":%s,"inputResponses":{"input":{"action":"accept","content":{"value":"late"}}}`, st))
+	// Refused as expired (the state's own clock, in seconds) or as a run
+	// that no longer waits.
+	if e, _ := retry["error"].(map[string]any); e == nil || !strings.Contains(fmt.Sprint(e["message"]), "no longer waits") && !strings.Contains(fmt.Sprint(e["message"]), "expired") {
+		t.Fatalf("a retry after the timeout: %v", retry)
+	}
+}

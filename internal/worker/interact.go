@@ -1,0 +1,245 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// What a running cell exchanges with its caller beyond progress: the
+// images it shows (execd.show) and the input it asks for (execd.input),
+// both host imports of sandbox/ABI.md; and the run's timer, which stops
+// while the guest waits for input.
+
+// RunOptions are what one Run uses besides its code. The zero value runs
+// without a progress sink, without anyone to answer input() and without a
+// timeout (ctx alone ends the run).
+type RunOptions struct {
+	// Sink receives the guest's progress() calls. Nil: they are dropped.
+	Sink ProgressSink
+	// Input answers the guest's input(). Nil: input() is told at once that
+	// nobody can answer (InputNoClient).
+	Input InputSource
+	// Timeout stops the code once it has run this long, like a deadline on
+	// ctx (status timeout), except that the time the guest waits for Input
+	// is not counted. Zero: no timeout.
+	Timeout time.Duration
+}
+
+// InputSource answers input() for one Run. Input is called on the
+// goroutine running the guest, which waits for it; it must return soon
+// after ctx ends (the run is being stopped: its answer is then ignored).
+type InputSource interface {
+	Input(ctx context.Context, prompt string) InputAnswer
+}
+
+// InputAnswer is what Input gives the guest.
+type InputAnswer struct {
+	Status InputStatus
+	Text   string // the line, when Status is InputOK
+}
+
+// InputStatus says how an input() ended.
+type InputStatus int
+
+const (
+	// InputOK: the person answered Text.
+	InputOK InputStatus = iota
+	// InputEOF: the person declined or dismissed the question (Python
+	// EOFError, JavaScript null).
+	InputEOF
+	// InputNoClient: nobody can answer (the client cannot be asked).
+	InputNoClient
+	// InputTimedOut: nobody answered in time.
+	InputTimedOut
+)
+
+// The return codes of execd.input and execd.show (sandbox/ABI.md).
+const (
+	inputEOF      = -1
+	inputNoClient = -2
+	inputTimedOut = -3
+	inputStopped  = -4
+
+	showNotImage = -1
+	showTooLarge = -2
+	showTooMany  = -3
+)
+
+// maxPrompt is the most of a prompt the host reads.
+const maxPrompt = 16 << 10
+
+// ImageType recognises PNG, JPEG, GIF and WebP by their magic numbers and
+// returns the media type, or "" for anything else.
+func ImageType(b []byte) string {
+	switch {
+	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
+		return "image/png"
+	case len(b) >= 3 && string(b[:3]) == "\xff\xd8\xff":
+		return "image/jpeg"
+	case len(b) >= 6 && (string(b[:6]) == "GIF87a" || string(b[:6]) == "GIF89a"):
+		return "image/gif"
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		return "image/webp"
+	}
+	return ""
+}
+
+// hostShow keeps an image for the run's result: (ptr, len) -> i32.
+func hostShow(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	stack[0] = api.EncodeI32(st.show(mod, ptr, n))
+}
+
+func (st *runState) show(mod api.Module, ptr, n uint32) int32 {
+	if st == nil || st.finished.Load() {
+		return showTooMany // nothing is kept outside a run
+	}
+	if int64(n) > int64(st.maxImageBytes) {
+		return showTooLarge
+	}
+	b, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		return showNotImage
+	}
+	mime := ImageType(b)
+	if mime == "" {
+		return showNotImage
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.images) >= st.maxImages {
+		return showTooMany
+	}
+	st.images = append(st.images, Picture{MIME: mime, Data: append([]byte(nil), b...)})
+	return 0
+}
+
+// hostInput asks the run's InputSource for a line:
+// (prompt_ptr, prompt_len, buf_ptr, buf_cap) -> i32, the bytes written to
+// buf (the answer cut at a character boundary to fit) or a negative code.
+// The run's timer stops while it waits.
+func hostInput(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	stack[0] = api.EncodeI32(st.ask(mod, uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])))
+}
+
+func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uint32) int32 {
+	if st == nil || st.finished.Load() || st.interrupt.Load() {
+		return inputStopped
+	}
+	if st.input == nil {
+		return inputNoClient
+	}
+	var prompt string
+	if b, ok := mod.Memory().Read(promptPtr, min(promptLen, maxPrompt)); ok {
+		prompt = string(b)
+	}
+	st.timer.pause()
+	start := time.Now()
+	ans := st.input.Input(st.stopCtx, prompt)
+	st.waited += time.Since(start)
+	st.timer.resume()
+	if st.stopCtx.Err() != nil || st.interrupt.Load() {
+		return inputStopped
+	}
+	switch ans.Status {
+	case InputOK:
+	case InputEOF:
+		return inputEOF
+	case InputTimedOut:
+		return inputTimedOut
+	default:
+		return inputNoClient
+	}
+	text := ans.Text
+	if len(text) > int(bufCap) {
+		text = text[:bufCap]
+		for len(text) > 0 && !utf8.ValidString(text) {
+			text = text[:len(text)-1]
+		}
+	}
+	if !mod.Memory().WriteString(bufPtr, text) {
+		return inputEOF
+	}
+	return int32(len(text))
+}
+
+// runTimer is a run's timeout that can be paused: it fires once the run
+// has been unpaused for its whole duration. A nil *runTimer never fires.
+type runTimer struct {
+	mu      sync.Mutex
+	left    time.Duration
+	since   time.Time   // when it last resumed
+	t       *time.Timer // nil while paused
+	fired   chan struct{}
+	stopped bool
+}
+
+func newRunTimer(d time.Duration) *runTimer {
+	if d <= 0 {
+		return nil
+	}
+	rt := &runTimer{left: d, fired: make(chan struct{})}
+	rt.resumeLocked()
+	return rt
+}
+
+// C is closed when the timer fires; nil (never ready) for a nil timer.
+func (rt *runTimer) C() <-chan struct{} {
+	if rt == nil {
+		return nil
+	}
+	return rt.fired
+}
+
+func (rt *runTimer) resumeLocked() {
+	rt.since = time.Now()
+	rt.t = time.AfterFunc(rt.left, func() { close(rt.fired) })
+}
+
+// pause stops the clock; a timer that already fired stays fired.
+func (rt *runTimer) pause() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.t == nil || rt.stopped {
+		return
+	}
+	if rt.t.Stop() {
+		rt.left -= time.Since(rt.since)
+		rt.t = nil
+	}
+}
+
+// resume restarts the clock after pause.
+func (rt *runTimer) resume() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.t != nil || rt.stopped {
+		return
+	}
+	rt.resumeLocked()
+}
+
+// stop releases the timer at the end of the run.
+func (rt *runTimer) stop() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.stopped = true
+	if rt.t != nil {
+		rt.t.Stop()
+	}
+}

@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The host side of execd.show and execd.input, on a real instance's
+// memory; the guests' show()/input()/prompt() are tested in
+// interact_guest_test.go.
+
+// guestBytes writes b into the instance's memory (a buffer from the guest's
+// own allocator) and returns its address.
+func guestBytes(t *testing.T, w *Worker, b []byte) uint32 {
+	t.Helper()
+	r, err := w.inst.alloc.Call(context.Background(), uint64(len(b)))
+	if err != nil || r[0] == 0 {
+		t.Fatalf("execd_alloc: %v", err)
+	}
+	if !w.inst.mod.Memory().Write(uint32(r[0]), b) {
+		t.Fatal("write to guest memory")
+	}
+	return uint32(r[0])
+}
+
+var (
+	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	jpegBytes = []byte("\xff\xd8\xff\xe0\x00\x10JFIF")
+	gifBytes  = []byte("GIF89a\x01\x00\x01\x00")
+	webpBytes = []byte("RIFF\x24\x00\x00\x00WEBPVP8 ")
+)
+
+func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "1", StatusOK)
+	st := &runState{maxImageBytes: 16, maxImages: 4}
+	mod := w.inst.mod
+	for _, c := range []struct {
+		data []byte
+		want int32
+		mime string
+	}{
+		{pngBytes, 0, "image/png"},
+		{jpegBytes, 0, "image/jpeg"},
+		{[]byte("<svg xmlns='x'/>"), showNotImage, ""},
+		{[]byte("GIF87"), showNotImage, ""},
+		{append(append([]byte(nil), pngBytes...), make([]byte, 16)...), showTooLarge, ""},
+		{gifBytes, 0, "image/gif"},
+		{webpBytes, 0, "image/webp"},
+		{pngBytes, showTooMany, ""},
+	} {
+		ptr := guestBytes(t, w, c.data)
+		if got := st.show(mod, ptr, uint32(len(c.data))); got != c.want {
+			t.Errorf("show(%q) = %d; want %d", c.data, got, c.want)
+		}
+		if c.mime != "" && ImageType(c.data) != c.mime {
+			t.Errorf("ImageType(%q) = %q; want %q", c.data, ImageType(c.data), c.mime)
+		}
+	}
+	if len(st.images) != 4 || st.images[0].MIME != "image/png" || string(st.images[3].Data) != string(webpBytes) {
+		t.Fatalf("kept %d images: %+v", len(st.images), st.images)
+	}
+	// What was kept is a copy: the guest's memory may change.
+	ptr := guestBytes(t, w, pngBytes)
+	st2 := &runState{maxImageBytes: 16, maxImages: 4}
+	st2.show(mod, ptr, uint32(len(pngBytes)))
+	mod.Memory().Write(ptr, []byte("XXXX"))
+	if string(st2.images[0].Data) != string(pngBytes) {
+		t.Fatal("the kept image changed with the guest's memory")
+	}
+	st2.finished.Store(true)
+	if got := st2.show(mod, ptr, 4); got == 0 {
+		t.Fatal("an image shown after the run ended was kept")
+	}
+}
+
+// answerWith is an InputSource with a fixed answer that records the
+// prompt.
+type answerWith struct {
+	ans    InputAnswer
+	prompt string
+	block  bool // wait for ctx to end instead
+}
+
+func (a *answerWith) Input(ctx context.Context, prompt string) InputAnswer {
+	a.prompt = prompt
+	if a.block {
+		<-ctx.Done()
+	}
+	return a.ans
+}
+
+func TestInputAnswersTheGuest(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "1", StatusOK)
+	mod := w.inst.mod
+	prompt := guestBytes(t, w, []byte("Your name? "))
+	buf := guestBytes(t, w, make([]byte, 8))
+	ask := func(in InputSource, stopped bool) (int32, string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		if stopped {
+			cancel()
+		}
+		defer cancel()
+		st := &runState{input: in, stopCtx: ctx}
+		n := st.ask(mod, prompt, 11, buf, 8)
+		got := ""
+		if n > 0 {
+			b, _ := mod.Memory().Read(buf, uint32(n))
+			got = string(b)
+		}
+		return n, got
+	}
+	src := &answerWith{ans: InputAnswer{Status: InputOK, Text: "Ada"}}
+	if n, got := ask(src, false); n != 3 || got != "Ada" || src.prompt != "Your name? " {
+		t.Errorf("an answer: %d %q (prompt %q)", n, got, src.prompt)
+	}
+	// Cut to the 8-byte buffer, at a character boundary ("ë" is 2 bytes).
+	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false); n != 8 || got != "Zoëëë" {
+		t.Errorf("a long answer: %d %q", n, got)
+	}
+	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoë Zoë"}}, false); n != 7 || got != "Zoë Zo" {
+		t.Errorf("an answer cut inside a character: %d %q", n, got)
+	}
+	for _, c := range []struct {
+		in      InputSource
+		stopped bool
+		want    int32
+	}{
+		{nil, false, inputNoClient},
+		{&answerWith{ans: InputAnswer{Status: InputEOF}}, false, inputEOF},
+		{&answerWith{ans: InputAnswer{Status: InputNoClient}}, false, inputNoClient},
+		{&answerWith{ans: InputAnswer{Status: InputTimedOut}}, false, inputTimedOut},
+		{&answerWith{ans: InputAnswer{Status: InputOK, Text: "late"}, block: true}, true, inputStopped},
+	} {
+		if n, _ := ask(c.in, c.stopped); n != c.want {
+			t.Errorf("%+v: %d; want %d", c.in, n, c.want)
+		}
+	}
+}
+
+// The run's timer counts only the time it runs, not the pauses.
+func TestRunTimerStopsWhilePaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fired := func(rt *runTimer) bool {
+			select {
+			case <-rt.C():
+				return true
+			default:
+				return false
+			}
+		}
+		rt := newRunTimer(100 * time.Millisecond)
+		time.Sleep(60 * time.Millisecond)
+		rt.pause()
+		time.Sleep(time.Hour)
+		if fired(rt) {
+			t.Fatal("fired while paused")
+		}
+		rt.resume()
+		time.Sleep(39 * time.Millisecond)
+		synctest.Wait()
+		if fired(rt) {
+			t.Fatal("fired before its time")
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if !fired(rt) {
+			t.Fatal("did not fire after 101 ms of running")
+		}
+		rt.pause() // after firing: stays fired, no panic
+		rt.resume()
+		rt.stop()
+		if (*runTimer)(nil).C() != nil {
+			t.Fatal("a nil timer has a channel")
+		}
+	})
+}
+
+// A run's timeout does not count the time the guest waits for input; a
+// cancel while it waits ends the wait.
+func TestTimeoutPausesWhileTheGuestWaits(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	mustRun(t, w, "1", StatusOK)
+	if r := w.Run(context.Background(), "while (true) {}", RunOptions{Timeout: 50 * time.Millisecond}); r.Status != StatusTimeout || r.Reset ||
+		!strings.Contains(r.Error.Message, "timed out") {
+		t.Fatalf("a timeout without input: %s", describe(r))
+	}
+	mustRun(t, w, "2", StatusOK)
+}

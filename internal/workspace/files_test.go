@@ -1,0 +1,272 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero/experimental/sys"
+
+	"execd/internal/worker"
+)
+
+func TestTrackRecordsWhatChanged(t *testing.T) {
+	q, dir := newTestQuotaFS(t, 0)
+	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(dir, "read-only.txt"), []byte("x"), 0o600)
+	mustOpen(t, q, "before", rw).Write([]byte("not tracked"))
+	q.Track()
+	f := mustOpen(t, q, "new.txt", rw)
+	f.Write([]byte("a"))
+	f.Write([]byte("b")) // once
+	mustOpen(t, q, "read-only.txt", sys.O_RDONLY)
+	q.Mkdir("d", 0o700)
+	mustOpen(t, q, "d/tmp", rw).Write([]byte("c"))
+	q.Rename("d/tmp", "d/final")
+	q.Link("old.txt", "hard")
+	mustOpen(t, q, "old.txt", sys.O_RDWR).Truncate(0)
+	paths, more := q.Touched()
+	want := []string{"new.txt", "d/tmp", "d/final", "hard", "old.txt"}
+	if !reflect.DeepEqual(paths, want) || more {
+		t.Fatalf("Touched = %q, %v; want %q", paths, more, want)
+	}
+	mustOpen(t, q, "after", rw).Write([]byte("not tracked"))
+	if paths, _ := q.Touched(); paths != nil {
+		t.Fatalf("after Touched, still recording: %q", paths)
+	}
+
+	q.Track()
+	for i := 0; i < MaxTouched+5; i++ {
+		f, _ := q.OpenFile(fmt.Sprintf("f%d", i), rw, 0o600)
+		f.Close()
+	}
+	if paths, more := q.Touched(); len(paths) != MaxTouched || !more {
+		t.Fatalf("%d creations: %d paths, more %v", MaxTouched+5, len(paths), more)
+	}
+}
+
+func TestCleanPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"a.txt": "a.txt", "/workspace/a.txt": "a.txt", "./d/../a.txt": "a.txt", "d/e/f": "d/e/f", "/workspace/d//e/": "d/e",
+	} {
+		if got, err := CleanPath(in); err != nil || got != want {
+			t.Errorf("CleanPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", ".", "/", "/workspace", "..", "../x", "d/../../x", "/etc/passwd", "/workspace/../etc/passwd", "/workspacex/a", "a\x00b", strings.Repeat("a", 4097)} {
+		if got, err := CleanPath(in); !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("CleanPath(%q) = %q, %v; want InvalidPath", in, got, err)
+		}
+	}
+}
+
+func TestReadAndWriteFiles(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
+	ctx := context.Background()
+	// write_file creates the workspace and the directories.
+	info, err := m.WriteFile(ctx, "alice", "w", "/workspace/in/data.csv", []byte("a,b\n1,2\n"))
+	if err != nil || info.Path != "in/data.csv" || info.Size != 8 {
+		t.Fatalf("WriteFile = %+v, %v", info, err)
+	}
+	if out := run(t, m, "alice", "w", "read in/data.csv"); *out.Result.Value != "a,b\n1,2\n" {
+		t.Fatalf("the guest reads %q", *out.Result.Value)
+	}
+	d, err := m.ReadFile(ctx, "alice", "w", "in/data.csv", 4, 100)
+	if err != nil || string(d.Data) != "1,2\n" || d.Size != 8 || d.Offset != 4 {
+		t.Fatalf("ReadFile from 4 = %+v, %v", d, err)
+	}
+	if d, err := m.ReadFile(ctx, "alice", "w", "in/data.csv", 0, 3); err != nil || string(d.Data) != "a,b" {
+		t.Fatalf("ReadFile of 3 = %q, %v", d.Data, err)
+	}
+	if d, err := m.ReadFile(ctx, "alice", "w", "in/data.csv", 100, 3); err != nil || len(d.Data) != 0 || d.Size != 8 {
+		t.Fatalf("ReadFile past the end = %+v, %v", d, err)
+	}
+
+	// Missing things, and another principal.
+	for _, c := range []struct {
+		principal, id, path string
+		want                error
+	}{
+		{"alice", "w", "nope.txt", ErrFileNotFound},
+		{"alice", "w", "in", ErrInvalidPath},
+		{"alice", "nope", "in/data.csv", ErrNotFound},
+		{"bob", "w", "in/data.csv", ErrNotFound},
+		{"alice", "w", "../../alice/w/in/data.csv", ErrInvalidPath},
+		{"alice", "w", "/etc/passwd", ErrInvalidPath},
+	} {
+		if d, err := m.ReadFile(ctx, c.principal, c.id, c.path, 0, 100); !errors.Is(err, c.want) {
+			t.Errorf("ReadFile(%s, %s, %s) = %q, %v; want %v", c.principal, c.id, c.path, d.Data, err, c.want)
+		}
+	}
+	if _, err := m.WriteFile(ctx, "alice", "w", "../escape", []byte("x")); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("WriteFile ../escape: %v", err)
+	}
+	if _, err := m.WriteFile(ctx, "alice", "w", "in/data.csv/x", []byte("x")); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("WriteFile below a file: %v", err)
+	}
+
+	// A symlink the guest made that points out is not followed.
+	root := filepath.Join(m.cfg.DataDir, "alice", "w")
+	os.WriteFile(filepath.Join(m.cfg.DataDir, "secret"), []byte("host"), 0o600)
+	os.Symlink("../../secret", filepath.Join(root, "out"))
+	if d, err := m.ReadFile(ctx, "alice", "w", "out", 0, 100); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("ReadFile through a symlink out = %q, %v", d.Data, err)
+	}
+	if _, err := m.WriteFile(ctx, "alice", "w", "out", []byte("over")); !errors.Is(err, ErrInvalidPath) {
+		t.Errorf("WriteFile through a symlink out: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(m.cfg.DataDir, "secret")); string(b) != "host" {
+		t.Fatalf("the host file was written: %q", b)
+	}
+
+	// The quota: refused whole, nothing written.
+	big := make([]byte, 2<<20)
+	if _, err := m.WriteFile(ctx, "alice", "w", "big", big); !errors.Is(err, ErrLimitReached) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("WriteFile over the quota: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "big")); !os.IsNotExist(err) {
+		t.Fatalf("a refused write left a file: %v", err)
+	}
+	if _, err := m.WriteFile(ctx, "alice", "w", "in/data.csv", big[:900<<10]); err != nil {
+		t.Fatalf("replacing a file within the quota: %v", err)
+	}
+}
+
+func TestWriteFileDoesNotWriteThroughACheckpoint(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	ctx := context.Background()
+	m.WriteFile(ctx, "p", "w", "f", []byte("original"))
+	if _, err := m.Checkpoint(ctx, "p", "w", "c"); err != nil {
+		t.Fatal(err)
+	}
+	m.WriteFile(ctx, "p", "w", "f", []byte("changed"))
+	if err := m.RestoreCheckpoint(ctx, "p", "w", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.ReadFile(ctx, "p", "w", "f", 0, 100); string(d.Data) != "original" {
+		t.Fatalf("after restore: %q", d.Data)
+	}
+}
+
+func TestRunNamesTheFilesItChanged(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	out := run(t, m, "p", "w", "write a.txt hello")
+	if len(out.Files) != 1 || out.Files[0].Path != "a.txt" || out.Files[0].Size != 5 || out.Files[0].Workspace != "w" {
+		t.Fatalf("Files = %+v", out.Files)
+	}
+	if out := run(t, m, "p", "w", "read a.txt"); len(out.Files) != 0 {
+		t.Fatalf("a run that only read: Files = %+v", out.Files)
+	}
+	run(t, m, "p", "w2", "write b.txt bb")
+	m.WriteFile(context.Background(), "p", "w", "c.txt", []byte("c"))
+	run(t, m, "q", "w", "write other hers")
+	var got []string
+	for _, f := range m.RecentFiles("p") {
+		got = append(got, f.Workspace+"/"+f.Path)
+	}
+	if want := []string{"w/c.txt", "w2/b.txt", "w/a.txt"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("RecentFiles(p) = %q; want %q", got, want)
+	}
+	if err := m.Delete(context.Background(), "p", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(m.cfg.DataDir, "p", "w", "c.txt"))
+	got = nil
+	for _, f := range m.RecentFiles("p") {
+		got = append(got, f.Workspace+"/"+f.Path)
+	}
+	if want := []string{"w/a.txt"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a delete and a removal: %q; want %q", got, want)
+	}
+}
+
+// askOnce answers one input() after being told to, and reports each
+// question.
+type askOnce struct {
+	asked  chan string
+	answer chan string
+}
+
+func (a *askOnce) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	a.asked <- prompt
+	select {
+	case s := <-a.answer:
+		return worker.InputAnswer{Status: worker.InputOK, Text: s}
+	case <-ctx.Done():
+		return worker.InputAnswer{Status: worker.InputEOF}
+	}
+}
+
+// A run waiting for a person gives its run slot back, keeps its
+// workspace's turn, and takes a slot again to go on.
+func TestWaitingForInputFreesTheRunSlot(t *testing.T) {
+	m := newTestManager(t, Config{MaxConcurrentRuns: 1, MaxRunsPerPrincipal: 1}, newFakeFactory())
+	in := &askOnce{asked: make(chan string, 1), answer: make(chan string, 1)}
+	done := make(chan Outcome, 1)
+	go func() {
+		out, _ := m.Run(context.Background(), Request{Principal: "p", Workspace: "a", Language: "javascript", Code: "ask name?", Input: in})
+		done <- out
+	}()
+	if q := <-in.asked; q != "name?" {
+		t.Fatalf("asked %q", q)
+	}
+	// The only slot is free for another workspace of the same principal.
+	if out := run(t, m, "p", "b", "set x 1"); out.Result.Status != worker.StatusOK {
+		t.Fatalf("another workspace while one waits for input: %+v", out.Result)
+	}
+	// The waiting workspace's turn is held: a call to it waits.
+	queued := make(chan Outcome, 1)
+	go func() { queued <- run(t, m, "p", "a", "set y 2") }()
+	select {
+	case out := <-queued:
+		t.Fatalf("a call to the waiting workspace ran: %+v", out.Result)
+	case <-time.After(50 * time.Millisecond):
+	}
+	in.answer <- "Ada"
+	if out := <-done; out.Result.Status != worker.StatusOK || *out.Result.Value != "Ada" {
+		t.Fatalf("the answered run: %+v", out.Result)
+	}
+	if out := <-queued; out.Result.Status != worker.StatusOK {
+		t.Fatalf("the call queued behind it: %+v", out.Result)
+	}
+	m.slots.mu.Lock()
+	used := m.slots.used
+	m.slots.mu.Unlock()
+	if used != 0 {
+		t.Fatalf("slots in use after every run ended: %d", used)
+	}
+}
+
+// A cleaned path always stays below the workspace's directory.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"a.txt", "/workspace/a/b", "../x", "/workspace/../x", "a/../../b", "./.", "/", "a\x00b", "//workspace//x", "é/ü.txt"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, err := CleanPath(p)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPath) {
+				t.Fatalf("CleanPath(%q): %v is not InvalidPath", p, err)
+			}
+			return
+		}
+		if c == "." || !fs.ValidPath(c) || strings.HasPrefix(c, "/") {
+			t.Fatalf("CleanPath(%q) = %q", p, c)
+		}
+		root := "/data/p/w"
+		if j := filepath.Join(root, c); !strings.HasPrefix(j, root+"/") {
+			t.Fatalf("CleanPath(%q) = %q leaves the root: %s", p, c, j)
+		}
+		if again, err := CleanPath(c); err != nil || again != c {
+			t.Fatalf("CleanPath(CleanPath(%q)) = %q, %v; want %q", p, again, err, c)
+		}
+	})
+}
