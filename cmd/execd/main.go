@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -427,7 +428,9 @@ func newLogger(c config.Log, recent *admin.RecentErrors) (*zap.Logger, error) {
 	// One line per call would cost a write(2) per call: lines are buffered
 	// and leave within logFlushEvery, at once for warnings and errors, and
 	// on Sync (start-up, shutdown).
-	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(os.Stderr), Size: 256 << 10, FlushInterval: logFlushEvery}
+	// stderr is a pipe, a terminal or the journal: fsync on it fails with
+	// EINVAL, so a flush is a write and no more.
+	ws := &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(writerOnly{os.Stderr}), Size: 256 << 10, FlushInterval: logFlushEvery}
 	core := zapcore.NewCore(enc, ws, lvl)
 	if recent != nil {
 		core = zapcore.NewTee(core, recent.Core())
@@ -441,3 +444,6 @@ func newLogger(c config.Log, recent *admin.RecentErrors) (*zap.Logger, error) {
 }
 
 const logFlushEvery = 200 * time.Millisecond
+
+// writerOnly hides the Sync method of what it wraps.
+type writerOnly struct{ io.Writer }

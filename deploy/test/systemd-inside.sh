@@ -146,6 +146,8 @@ cached=$(find /var/cache/execd -path /var/cache/execd/images -prune -o -type f -
 if [[ $(prop MemoryDenyWriteExecute) == yes && $r == *'"result":"75025"'* && $cached == 0 ]]; then
 	pass "counter-proof: MemoryDenyWriteExecute=yes leaves wazero no compiler (0 compiled guests cached; fib(25) ${compiled_ms} ms -> ${interpreted_ms} ms)"
 else fail "counter-proof: MemoryDenyWriteExecute" "property $(prop MemoryDenyWriteExecute), $cached compiled files cached, answer: $r"; fi
+grep -q 'executable memory is refused' /results/mdwe.journal && pass "execd warns that the guests run interpreted" ||
+	fail "execd warns that the guests run interpreted" "$(tail -n 5 /results/mdwe.journal)"
 systemctl stop execd.service
 rm -rf /run/systemd/system/execd.service.d
 systemctl daemon-reload

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Two servers with one session key are two instances behind a balancer: a
@@ -82,4 +84,36 @@ func TestSignedSessionIDsBindPrincipalAndVersion(t *testing.T) {
 	if got == nil || got.version != Version20250326 {
 		t.Fatalf("taken up: %+v", got)
 	}
+}
+
+// FuzzSessionVerify: a signed session id comes from the client, so verify
+// reads attacker-controlled input. Whatever the id, it never panics and
+// names a version only for an id this key minted for this principal; an id
+// it minted verifies, for its own principal only.
+func FuzzSessionVerify(f *testing.F) {
+	st := newSessionStore(time.Hour, []byte("0123456789abcdef0123456789abcdef"))
+	for _, s := range []string{"", "c", st.sign("alice", VersionLatest, strings.Repeat("0", 32)),
+		"z" + strings.Repeat("f", 64), strings.Repeat("\xff", 65)} {
+		f.Add(s, "alice")
+	}
+	f.Fuzz(func(t *testing.T, id, principal string) {
+		if v := st.verify(id, principal); v != "" {
+			if id != st.sign(principal, v, id[1:33]) {
+				t.Fatalf("verify(%q, %q) = %q for an id the key did not mint", id, principal, v)
+			}
+		}
+		if len(id) < 32 {
+			return
+		}
+		random := id[:32]
+		for v := range versionLetters {
+			minted := st.sign(principal, v, random)
+			if got := st.verify(minted, principal); got != v {
+				t.Fatalf("a minted id for %q, %s verifies as %q", principal, v, got)
+			}
+			if got := st.verify(minted, principal+"x"); got != "" {
+				t.Fatalf("an id minted for %q verifies for %q", principal, principal+"x")
+			}
+		}
+	})
 }

@@ -221,6 +221,9 @@ func newEngine(ctx context.Context, cfg Config, log *zap.Logger, source func(lan
 		source: source,
 	}
 	e.budget.limit = int64(cfg.TotalMemoryMiB) << 20
+	if !executableMemory() {
+		log.Warn("executable memory is refused to this process (MemoryDenyWriteExecute= or an SELinux execmem denial?): the guests run in wazero's interpreter, many times slower")
+	}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		e.Close(ctx)
 		return nil, fmt.Errorf("wasi: %w", err)

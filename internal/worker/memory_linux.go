@@ -117,3 +117,17 @@ func (m *linearMemory) zero(from, to uint64) error {
 	}
 	return nil
 }
+
+// executableMemory reports whether this process may map memory it wrote
+// as executable, as wazero's compiler does with the machine code it
+// makes. Without it (systemd's MemoryDenyWriteExecute=, an SELinux
+// execmem denial), wazero runs the guests in its interpreter, several
+// times slower, and says nothing.
+func executableMemory() bool {
+	b, err := unix.Mmap(-1, 0, unix.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return false
+	}
+	defer unix.Munmap(b)
+	return unix.Mprotect(b, unix.PROT_READ|unix.PROT_EXEC) == nil
+}

@@ -40,3 +40,7 @@ func (m *linearMemory) zero(from, to uint64) error {
 	}
 	return nil
 }
+
+// executableMemory: elsewhere wazero's own probe decides, and execd does
+// not second-guess it.
+func executableMemory() bool { return true }

@@ -317,9 +317,11 @@ func sandboxError(msg string, reset bool) Result {
 	return Result{Status: StatusError, Error: &GuestError{Type: "SandboxError", Message: msg}, Reset: reset}
 }
 
-// crashError is a trap of the guest: wazero's message, and its wasm stack
-// trace apart.
+// crashError is a trap of the guest, as the client sees it: the first
+// line of wazero's message and what it means. The wasm stack trace names
+// the interpreter's C functions, not the user's code: it goes to the log
+// (the caller logs err), not to the client.
 func crashError(err error) *GuestError {
-	msg, stack, _ := strings.Cut(err.Error(), "\n")
-	return &GuestError{Type: "SandboxCrash", Message: msg, Stack: stack}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return &GuestError{Type: "SandboxCrash", Message: "the sandbox crashed (" + msg + "); its state is lost and the next call starts a new interpreter"}
 }

@@ -373,6 +373,9 @@ func TestCrashReplacesInstance(t *testing.T) {
 	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" || r.Discarded != DiscardCrashed {
 		t.Fatalf("crashed run: %s (discarded %q)", describe(r), r.Discarded)
 	}
+	if r.Error.Stack != "" || strings.Contains(r.Error.Message, "\n") || !strings.Contains(r.Error.Message, "next call starts a new interpreter") {
+		t.Errorf("the crash is not told in one line the user can act on: %q, stack %q", r.Error.Message, r.Error.Stack)
+	}
 	r = mustRun(t, w, "typeof s", StatusReset)
 	if value(r) != `"undefined"` {
 		t.Errorf("after crash: %s", describe(r))
