@@ -70,8 +70,6 @@ const (
 	defaultGrace          = 2 * time.Second
 	defaultMaxImageBytes  = 2 << 20
 	defaultMaxImages      = 8
-	// killWait bounds the wait for a strictly terminated call to unwind.
-	killWait = time.Second
 )
 
 // pythonModule is a dotted module name, the only text PythonPreload may

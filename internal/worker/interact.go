@@ -169,37 +169,30 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	return int32(len(text))
 }
 
-// runTimer is a run's timeout that can be paused: it fires once the run
-// has been unpaused for its whole duration. A nil *runTimer never fires.
+// runTimer is a run's timeout that can be paused: it calls fire, once,
+// after the run has been unpaused for its whole duration. A nil *runTimer
+// never fires.
 type runTimer struct {
 	mu      sync.Mutex
 	left    time.Duration
 	since   time.Time   // when it last resumed
 	t       *time.Timer // nil while paused
-	fired   chan struct{}
+	fire    func()
 	stopped bool
 }
 
-func newRunTimer(d time.Duration) *runTimer {
+func newRunTimer(d time.Duration, fire func()) *runTimer {
 	if d <= 0 {
 		return nil
 	}
-	rt := &runTimer{left: d, fired: make(chan struct{})}
+	rt := &runTimer{left: d, fire: fire}
 	rt.resumeLocked()
 	return rt
 }
 
-// C is closed when the timer fires; nil (never ready) for a nil timer.
-func (rt *runTimer) C() <-chan struct{} {
-	if rt == nil {
-		return nil
-	}
-	return rt.fired
-}
-
 func (rt *runTimer) resumeLocked() {
 	rt.since = time.Now()
-	rt.t = time.AfterFunc(rt.left, func() { close(rt.fired) })
+	rt.t = time.AfterFunc(rt.left, rt.fire)
 }
 
 // pause stops the clock; a timer that already fired stays fired.

@@ -151,52 +151,37 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 
 	stopCtx, stopInput := context.WithCancel(context.Background())
 	defer stopInput()
-	timer := newRunTimer(opts.Timeout)
-	defer timer.stop()
-	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx, timer: timer,
+	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
 		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages}
+	sp := &stopper{w: w, st: st, stopInput: stopInput, abandon: make(chan struct{})}
+	st.timer = newRunTimer(opts.Timeout, func() { sp.stop(true) })
+	unwatch := context.AfterFunc(ctx, func() { sp.stop(false) })
 	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
-	done := make(chan outcome, 1)
-	go func() {
-		env, err := inst.evalCall(callCtx, code)
-		done <- outcome{env, err}
-	}()
 
+	// With the kill switch the call ends within microseconds of the kill
+	// (the guests' sleeps and input waits end at the interrupt), so it runs
+	// on this goroutine. Without it a killed guest may never return: it
+	// runs on its own goroutine, abandoned at the kill.
 	var out outcome
-	killed, abandoned, timedOut, stopping := false, false, false, true
-	select {
-	case out = <-done:
-		stopping = false
-	case <-timer.C():
-		timedOut = true
-	case <-ctx.Done():
-	}
-	if stopping {
-		// Stopped by the caller or the timeout: the soft interrupt, which
-		// also ends a wait for input, then the kill after the grace.
-		st.interrupt.Store(true)
-		stopInput()
-		w.e.observer().Interrupted(w.lang)
-		grace := time.NewTimer(w.e.cfg.InterruptGrace)
+	var done chan outcome
+	abandoned := false
+	if w.e.cfg.StrictTermination {
+		out.env, out.err = inst.evalCall(callCtx, code)
+	} else {
+		done = make(chan outcome, 1)
+		go func() {
+			env, err := inst.evalCall(callCtx, code)
+			done <- outcome{env, err}
+		}()
 		select {
 		case out = <-done:
-			grace.Stop()
-		case <-grace.C:
-			killed = true
-			w.e.observer().Killed(w.lang)
-			st.kill.Store(true) // with the kill switch the guest traps within microseconds
-			wait := time.NewTimer(killWait)
-			if !w.e.cfg.StrictTermination {
-				wait.Reset(0)
-			}
-			select {
-			case out = <-done:
-				wait.Stop()
-			case <-wait.C:
-				abandoned = true
-			}
+		case <-sp.abandon:
+			abandoned = true
 		}
 	}
+	unwatch()
+	st.timer.stop()
+	timedOut, killed := sp.seal()
 
 	// Detach the buffers and the sink: an abandoned guest may go on.
 	st.finished.Store(true)
@@ -264,6 +249,61 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		}
 	}
 	return res, waited
+}
+
+// stopper turns a run's stop conditions, its timeout and its ctx, into the
+// soft interrupt (which also ends a wait for input) and, InterruptGrace
+// later, the kill. Timers and context.AfterFunc call it: a run that is not
+// stopped costs no goroutine.
+type stopper struct {
+	w         *Worker
+	st        *runState
+	stopInput func()
+	abandon   chan struct{} // closed at the kill without strict termination
+
+	mu       sync.Mutex
+	sealed   bool // the call returned: too late to stop it
+	stopping bool
+	timedOut bool
+	killed   bool
+	grace    *time.Timer
+}
+
+func (sp *stopper) stop(timedOut bool) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.sealed || sp.stopping {
+		return
+	}
+	sp.stopping, sp.timedOut = true, timedOut
+	sp.st.interrupt.Store(true)
+	sp.stopInput()
+	sp.w.e.observer().Interrupted(sp.w.lang)
+	sp.grace = time.AfterFunc(sp.w.e.cfg.InterruptGrace, sp.kill)
+}
+
+func (sp *stopper) kill() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.sealed {
+		return
+	}
+	sp.killed = true
+	sp.w.e.observer().Killed(sp.w.lang)
+	sp.st.kill.Store(true) // with the kill switch the guest traps within microseconds
+	close(sp.abandon)
+}
+
+// seal ends the stopper once the call has returned (or was abandoned) and
+// says whether the timeout stopped it and whether it was killed.
+func (sp *stopper) seal() (timedOut, killed bool) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.sealed = true
+	if sp.grace != nil {
+		sp.grace.Stop()
+	}
+	return sp.timedOut, sp.killed
 }
 
 // outcome is what the goroutine running a guest call hands back.
