@@ -14,22 +14,15 @@ import (
 
 	"go.uber.org/zap"
 
+	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
 
-// Registry is what Shared wraps: *workspace.Manager.
+// Registry is what Shared wraps: *workspace.Manager, which runs and keeps
+// the workspaces (frontend.Executor) and can save one to disk at once.
 type Registry interface {
-	Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error)
-	List(principal string) []workspace.Info
-	Reset(ctx context.Context, principal, id string, files bool) error
-	Delete(ctx context.Context, principal, id string) error
+	frontend.Executor
 	Hibernate(ctx context.Context, principal, id string) error
-	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
-	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
-	Fork(ctx context.Context, principal, id, newID string) (string, error)
-	ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (workspace.FileData, error)
-	WriteFile(ctx context.Context, principal, id, path string, data []byte) (workspace.FileInfo, error)
-	RecentFiles(principal string) []workspace.FileInfo
 }
 
 // Shared serves workspaces from a data directory that several execd
