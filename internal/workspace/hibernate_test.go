@@ -308,6 +308,22 @@ func TestMemoryBudgetHibernatesIdle(t *testing.T) {
 	if mem == 0 || mem > 3<<20 {
 		t.Errorf("List reports %d bytes in memory", mem)
 	}
+	// The daemon's figure is the sum of its workspaces', through
+	// hibernation, restores, resets and deletes.
+	if err := m.Reset(context.Background(), "p", "w0", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(context.Background(), "p", "w5"); err != nil {
+		t.Fatal(err)
+	}
+	run(t, m, "p", "w1", "get x")
+	mem = 0
+	for _, in := range m.List("p") {
+		mem += in.MemoryBytes
+	}
+	if h := m.Health(); h.MemoryBytes != mem || mem != int64(f.liveCount())<<20 {
+		t.Errorf("Health says %d bytes, List %d, %d runners live", h.MemoryBytes, mem, f.liveCount())
+	}
 }
 
 func TestCompilingGuestIsReported(t *testing.T) {

@@ -160,6 +160,7 @@ type Manager struct {
 	wss      map[key]*ws
 	recent   map[string][]FileInfo // by principal directory: files changed lately, newest first
 	live     int                   // live runners
+	memory   int64                 // the sum of every ws.mem: see setMemLocked
 	closed   bool
 	draining bool
 	drained  chan struct{} // closed by Drain
@@ -698,7 +699,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.Prog
 	}
 	m.mu.Lock()
 	w.runners[lang] = r
-	w.mem[lang] = r.MemoryBytes()
+	m.setMemLocked(w, lang, r.MemoryBytes())
 	m.live++
 	m.mu.Unlock()
 	outcome = OutcomeNew
@@ -779,7 +780,7 @@ func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Resu
 		mem := r.MemoryBytes()
 		m.mu.Lock()
 		if w.runners[lang] == r {
-			w.mem[lang] = mem
+			m.setMemLocked(w, lang, mem)
 		}
 		m.mu.Unlock()
 	}
@@ -801,6 +802,7 @@ func (m *Manager) closeRunner(w *ws, lang string, r Runner) {
 		return
 	}
 	delete(w.runners, lang)
+	m.setMemLocked(w, lang, 0)
 	delete(w.mem, lang)
 	m.live--
 	m.mu.Unlock()
@@ -815,6 +817,9 @@ func (m *Manager) takeRunners(w *ws) map[string]Runner {
 	defer m.mu.Unlock()
 	rs := w.runners
 	w.runners = map[string]Runner{}
+	for _, b := range w.mem {
+		m.memory -= b
+	}
 	w.mem = map[string]int64{}
 	m.live -= len(rs)
 	return rs
@@ -1059,12 +1064,13 @@ func (m *Manager) Health() Health {
 	return h
 }
 
-func (m *Manager) memoryLocked() int64 {
-	var total int64
-	for _, w := range m.wss {
-		for _, b := range w.mem {
-			total += b
-		}
-	}
-	return total
+// memoryLocked is the memory of every live interpreter; m.mu is held. It
+// is kept as a sum, not added up: every turn's end asks for it.
+func (m *Manager) memoryLocked() int64 { return m.memory }
+
+// setMemLocked records the memory of w's interpreter of lang and keeps the
+// sum; m.mu is held.
+func (m *Manager) setMemLocked(w *ws, lang string, b int64) {
+	m.memory += b - w.mem[lang]
+	w.mem[lang] = b
 }
