@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"execd/internal/workspace"
 )
 
 const (
@@ -236,17 +238,19 @@ func TestLiveWorkspacesHoldNoDescriptors(t *testing.T) {
 		c.runLang("first", lang, "1")
 	}
 	base := fdCount(t, d.cmd.Process.Pid)
-	for i := range 60 {
+	n := 2*workspace.IdleRootsKept + 20
+	for i := range n {
 		for _, lang := range []string{"javascript", "python"} {
 			if sc, isErr := c.runLang(fmt.Sprintf("w%d", i), lang, "x = 1"); isErr {
 				t.Fatalf("%v", sc)
 			}
 		}
 	}
-	// Allow a few for the HTTP connection and the log; 60 workspaces with
-	// two descriptors each would be 120.
-	if got := fdCount(t, d.cmd.Process.Pid) - base; got > 8 {
-		t.Errorf("60 live idle workspaces hold %d more descriptors", got)
+	// The most recently used idle workspaces keep one each; allow a few
+	// more for the HTTP connection and the log. Two descriptors per
+	// workspace would be 2n.
+	if got := fdCount(t, d.cmd.Process.Pid) - base; got > workspace.IdleRootsKept+8 {
+		t.Errorf("%d live idle workspaces hold %d more descriptors", n, got)
 	}
 	d.stop()
 }

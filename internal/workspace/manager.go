@@ -138,6 +138,7 @@ type ws struct {
 	runners  map[string]Runner // live interpreters by language
 	mem      map[string]int64  // their memory after their last run
 	fs       *QuotaFS
+	idleRoot *list.Element // in Manager.idleRoots while idle with its root open
 	lastUsed time.Time
 }
 
@@ -156,16 +157,19 @@ type Manager struct {
 	start time.Time
 	obs   Observer
 
-	mu       sync.Mutex
-	wss      map[key]*ws
-	recent   map[string][]FileInfo // by principal directory: files changed lately, newest first
-	live     int                   // live runners
-	memory   int64                 // the sum of every ws.mem: see setMemLocked
-	closed   bool
-	draining bool
-	drained  chan struct{} // closed by Drain
-	active   int           // calls (and hibernations) holding a turn
-	idle     chan struct{} // closed once closed && active == 0
+	mu     sync.Mutex
+	wss    map[key]*ws
+	recent map[string][]FileInfo // by principal directory: files changed lately, newest first
+	live   int                   // live runners
+	memory int64                 // the sum of every ws.mem: see setMemLocked
+	// idleRoots are the idle workspaces whose file system keeps its root
+	// open, most recently used first, at most IdleRootsKept.
+	idleRoots *list.List
+	closed    bool
+	draining  bool
+	drained   chan struct{} // closed by Drain
+	active    int           // calls (and hibernations) holding a turn
+	idle      chan struct{} // closed once closed && active == 0
 
 	fds fdWatch
 
@@ -214,6 +218,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		start:       time.Now(),
 		obs:         cfg.Observer,
 		wss:         map[key]*ws{},
+		idleRoots:   list.New(),
 		recent:      map[string][]FileInfo{},
 		drained:     make(chan struct{}),
 		idle:        make(chan struct{}),
@@ -303,6 +308,7 @@ func (m *Manager) maybeDropLocked(w *ws) *QuotaFS {
 	if m.wss[w.key] == w {
 		delete(m.wss, w.key)
 	}
+	m.forgetRootLocked(w)
 	fsys := w.fs
 	w.fs = nil
 	return fsys
@@ -333,8 +339,7 @@ func (q *queued) report(msg string) {
 func (m *Manager) acquireTurn(ctx context.Context, w *ws, q *queued, run bool) error {
 	m.mu.Lock()
 	if !w.busy {
-		w.busy = true
-		m.active++
+		m.takeTurnLocked(w)
 		m.mu.Unlock()
 		return nil
 	}
@@ -377,13 +382,50 @@ func (m *Manager) tryTurnLocked(w *ws) bool {
 	if w.busy {
 		return false
 	}
-	w.busy = true
-	m.active++
+	m.takeTurnLocked(w)
 	return true
 }
 
+// takeTurnLocked marks w busy; m.mu is held.
+func (m *Manager) takeTurnLocked(w *ws) {
+	w.busy = true
+	m.active++
+	m.forgetRootLocked(w)
+}
+
+// IdleRootsKept is how many idle workspaces keep the descriptor their file
+// system resolves paths through: a workspace in use again soon starts its
+// turn without opening its directory, and the idle ones of a daemon with
+// thousands of workspaces hold no more than this many descriptors.
+const IdleRootsKept = 64
+
+// keepRootLocked lets w, now idle, keep its root open; beyond IdleRootsKept
+// the least recently used idle workspace's root is closed. m.mu is held,
+// so no turn can begin on that workspace while its root closes.
+func (m *Manager) keepRootLocked(w *ws) {
+	m.forgetRootLocked(w)
+	w.idleRoot = m.idleRoots.PushFront(w)
+	for m.idleRoots.Len() > IdleRootsKept {
+		old := m.idleRoots.Remove(m.idleRoots.Back()).(*ws)
+		old.idleRoot = nil
+		if old.fs != nil {
+			old.fs.Release()
+		}
+	}
+}
+
+// forgetRootLocked takes w out of idleRoots (its root stays as it is);
+// m.mu is held.
+func (m *Manager) forgetRootLocked(w *ws) {
+	if w.idleRoot != nil {
+		m.idleRoots.Remove(w.idleRoot)
+		w.idleRoot = nil
+	}
+}
+
 // releaseTurn hands the turn to the next waiter or frees the workspace; a
-// workspace left free gives back the descriptors its file system holds.
+// workspace left free keeps its root open while it is among the
+// IdleRootsKept most recently used (keepRootLocked).
 func (m *Manager) releaseTurn(w *ws) {
 	m.mu.Lock()
 	if e := w.waiters.Front(); e != nil {
@@ -394,14 +436,13 @@ func (m *Manager) releaseTurn(w *ws) {
 		return // active count carries over to the next holder
 	}
 	w.busy = false
-	fsys := w.fs
 	m.active--
 	m.signalIdleLocked()
 	over := m.overLimitLocked()
-	m.mu.Unlock()
-	if fsys != nil {
-		fsys.Release()
+	if w.fs != nil {
+		m.keepRootLocked(w)
 	}
+	m.mu.Unlock()
 	if over {
 		select {
 		case m.overLimit <- struct{}{}:

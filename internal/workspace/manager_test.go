@@ -851,22 +851,32 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 	}
 }
 
-func TestIdleWorkspacesHoldNoDescriptors(t *testing.T) {
+func TestIdleWorkspacesHoldFewDescriptors(t *testing.T) {
 	m := newTestManager(t, Config{}, newFakeFactory("javascript", "python"))
 	run(t, m, "p", "warm", "set x 1") // the data directory and log files settle
 	base := openFDs(t)
-	for i := range 100 {
+	n := 2*IdleRootsKept + 50
+	for i := range n {
 		id := fmt.Sprintf("w%d", i)
 		runLang(t, m, "p", id, "javascript", "write f.txt x")
 		runLang(t, m, "p", id, "python", "set x 1")
 	}
 	// Other descriptors of the process may close meanwhile (an earlier
-	// test's Manager finishing); none may be left open by these.
-	if got := openFDs(t) - base; got > 0 {
-		t.Errorf("100 idle live workspaces hold %d descriptors, want 0", got)
+	// test's Manager finishing); at most the IdleRootsKept most recently
+	// used idle workspaces hold one each.
+	if got := openFDs(t) - base; got > IdleRootsKept {
+		t.Errorf("%d idle live workspaces hold %d descriptors, want at most %d", n, got, IdleRootsKept)
 	}
-	if l := m.List("p"); len(l) != 101 {
+	if l := m.List("p"); len(l) != n+1 {
 		t.Errorf("List: %d", len(l))
+	}
+	// The recently used ones are those: using them again opens nothing.
+	before := openFDs(t)
+	for i := n - IdleRootsKept/2; i < n; i++ {
+		runLang(t, m, "p", fmt.Sprintf("w%d", i), "javascript", "write f.txt y")
+	}
+	if got := openFDs(t) - before; got > 0 {
+		t.Errorf("using recently used workspaces again opened %d descriptors", got)
 	}
 }
 
@@ -898,7 +908,8 @@ func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
 	}
 	var refused [2]error
 	for i := range refused {
-		_, refused[i] = m.Run(context.Background(), Request{Principal: "p", Workspace: "warm", Language: "js", Code: "set y 1"})
+		// A workspace idle for long has no root open (the recent ones keep theirs).
+		_, refused[i] = m.Run(context.Background(), Request{Principal: "p", Workspace: "cold", Language: "js", Code: "set y 1"})
 	}
 	for _, f := range hog {
 		f.Close()
@@ -919,5 +930,8 @@ func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
 	// With descriptors back, the workspace works again, state intact.
 	if out := run(t, m, "p", "warm", "get x"); value(out.Result) != "1" || out.Result.Reset {
 		t.Errorf("after descriptors came back: %+v", out)
+	}
+	if out := run(t, m, "p", "cold", "set y 1"); out.Result.Status != worker.StatusOK {
+		t.Errorf("the refused workspace after descriptors came back: %+v", out)
 	}
 }

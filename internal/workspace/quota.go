@@ -57,8 +57,8 @@ type QuotaFS struct {
 	limit int64 // <= 0: unlimited
 
 	// handles guards root, the os.Root that confinement resolves through:
-	// opened on demand and closed by Release, so that a workspace between
-	// runs holds no descriptor (see also rootDir).
+	// opened on demand and closed by Release, so that a workspace idle for
+	// a while holds no descriptor (see also rootDir).
 	handles sync.Mutex
 	root    *os.Root // nil until needed, or after Release
 
@@ -147,8 +147,8 @@ func (q *QuotaFS) Acquire() error {
 
 // Release closes the descriptor the FS holds for itself; the next path
 // operation opens it again. Files the guest opened are the guest's and stay
-// open. The Manager calls it whenever a workspace's turn ends with nobody
-// waiting.
+// open. The Manager calls it for the workspace idle the longest once more
+// than IdleRootsKept idle workspaces keep their roots.
 func (q *QuotaFS) Release() {
 	q.handles.Lock()
 	defer q.handles.Unlock()
