@@ -62,7 +62,7 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObje
 	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
 	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000 \
 	./internal/worker:FuzzReadImage:100000 ./internal/worker:FuzzJSImportRewrite:3000 \
-	./internal/frontend:FuzzSessionVerify:100000
+	./internal/frontend:FuzzSessionVerify:100000 ./internal/worker:FuzzEnvelope:60000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

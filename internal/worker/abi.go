@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"execd/internal/jsonrpc"
+
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -202,11 +204,44 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if !ok {
 		return nil, fmt.Errorf("%s returned a bad length", exportEval)
 	}
-	var env envelope
-	if err := json.Unmarshal(body, &env); err != nil {
+	env, err := decodeEnvelope(body)
+	if err != nil {
 		return nil, fmt.Errorf("bad result envelope: %w", err)
 	}
-	return &env, nil
+	return env, nil
+}
+
+// decodeEnvelope reads the guest's result envelope as encoding/json would,
+// in one pass without reflection for the common shape (a status, a string
+// or null value, a null error); any other shape (an error object, a key
+// spelt otherwise) is left to encoding/json.
+func decodeEnvelope(body []byte) (*envelope, error) {
+	env := &envelope{}
+	other := false
+	err := jsonrpc.Object(body, func(k, v []byte) error {
+		switch string(k) {
+		case "status":
+			s, ok := jsonrpc.String(v)
+			env.Status, other = s, other || !ok
+		case "value":
+			if jsonrpc.IsNull(v) {
+				env.Value = nil
+				break
+			}
+			s, ok := jsonrpc.String(v)
+			env.Value, other = &s, other || !ok
+		default:
+			other = other || string(k) != "error" || !jsonrpc.IsNull(v)
+		}
+		return nil
+	})
+	if err != nil || other {
+		env = &envelope{}
+		if err := json.Unmarshal(body, env); err != nil {
+			return nil, err
+		}
+	}
+	return env, nil
 }
 
 // cryptoRand feeds WASI random_get from the OS.
