@@ -533,7 +533,7 @@ func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 }
 
 // stream posts one request and delivers every message of its SSE answer,
-// the response last.
+// the response last (a JSON answer is the response alone).
 func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any {
 	c.t.Helper()
 	resp := c.post(method, params, nil)
@@ -541,6 +541,13 @@ func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			var m map[string]any // a quick answer, alone
+			if json.NewDecoder(resp.Body).Decode(&m) == nil {
+				ch <- m
+			}
+			return
+		}
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {

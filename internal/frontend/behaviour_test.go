@@ -59,12 +59,20 @@ func (c *client) initialize() {
 }
 
 // events reads SSE data lines from a response, sending each message on the
-// returned channel until the stream ends.
+// returned channel until the stream ends; a JSON response is one message.
 func events(resp *http.Response) <-chan map[string]any {
 	ch := make(chan map[string]any, 100)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			// A quick call's answer, alone.
+			var m map[string]any
+			if json.NewDecoder(resp.Body).Decode(&m) == nil {
+				ch <- m
+			}
+			return
+		}
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {

@@ -125,7 +125,7 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	sw.begin(keepAliveEvery)
+	sw.begin(keepAliveEvery, false)
 	defer sw.end()
 	select {
 	case <-r.Context().Done():
@@ -226,7 +226,9 @@ func first(b []byte) byte {
 
 // postSink writes the answer of one POST: JSON, or SSE for a request that
 // may stream (tools/call and subscriptions/listen, or any request from a
-// client that accepts only SSE).
+// client that accepts only SSE). A tools/call whose answer is all it has
+// to send, within headerDelay, is answered as JSON when the client
+// accepts it.
 type postSink struct {
 	w                     http.ResponseWriter
 	acceptJSON, acceptSSE bool
@@ -251,7 +253,9 @@ func (p *postSink) reply(r *reply) {
 func (p *postSink) open(method string) {
 	if p.acceptSSE && (!p.acceptJSON || method == "tools/call" || method == "subscriptions/listen") {
 		if p.sse = newSSE(p.w); p.sse != nil {
-			p.sse.begin(keepAliveEvery)
+			// A call answered before it sends anything else, and before
+			// headerDelay, is answered as JSON when the client takes it.
+			p.sse.begin(keepAliveEvery, p.acceptJSON && method == "tools/call")
 		}
 	}
 }

@@ -25,6 +25,7 @@ type sseWriter struct {
 	timer     *time.Timer // header delay, then keep-alives
 	keepAlive time.Duration
 	flushed   bool
+	committed bool // the stream's status and headers are written
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -40,19 +41,33 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 // still shows the client its stream at once.
 const headerDelay = 20 * time.Millisecond
 
-// begin sends the stream's status and arms the stream's one timer: the
-// headers of a silent stream leave after headerDelay, then a keep-alive
-// comment every keepAlive (0: none).
-func (s *sseWriter) begin(keepAlive time.Duration) {
+// begin arms the stream's one timer: the headers of a silent stream leave
+// after headerDelay, then a keep-alive comment every keepAlive (0: none).
+// A lazy stream writes no status until then or until its first event: if
+// its answer comes first, the answer goes out alone as application/json
+// (see last), which a client reads with less work than a stream. Otherwise
+// the status is written at once.
+func (s *sseWriter) begin(keepAlive time.Duration, lazy bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !lazy {
+		s.commitLocked()
+	}
+	s.keepAlive = keepAlive
+	s.timer = time.AfterFunc(headerDelay, s.tick)
+}
+
+// commitLocked writes the stream's status and headers once; s.mu is held.
+func (s *sseWriter) commitLocked() {
+	if s.committed {
+		return
+	}
+	s.committed = true
 	h := s.w.Header()
 	h["Content-Type"] = sseContentType
 	h["Cache-Control"] = sseNoCache
 	h["X-Accel-Buffering"] = sseNoBuffering
 	s.w.WriteHeader(http.StatusOK)
-	s.keepAlive = keepAlive
-	s.timer = time.AfterFunc(headerDelay, s.tick)
 }
 
 func (s *sseWriter) tick() {
@@ -61,6 +76,7 @@ func (s *sseWriter) tick() {
 	if s.err != nil {
 		return
 	}
+	s.commitLocked()
 	if s.flushed && s.put([][]byte{sseKeepAlive, sseEnd}) != nil {
 		return
 	}
@@ -95,13 +111,20 @@ func (s *sseWriter) write(parts ...[]byte) error {
 	return nil
 }
 
-// last writes the stream's final event and ends the stream. It is not
-// flushed: the handler returns next and net/http sends what is buffered in
-// one write, so a stream whose only event is its answer costs one write
-// (with a Content-Length) instead of a flush and a closing chunk.
+// last writes the stream's final event and ends the stream; the answer of
+// a lazy stream that has sent nothing yet is the response itself, as
+// application/json. It is not flushed: the handler returns next and
+// net/http sends what is buffered in one write (with a Content-Length)
+// instead of a flush and a closing chunk.
 func (s *sseWriter) last(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err == nil && !s.committed {
+		s.committed = true
+		s.err = errStreamEnded
+		writeJSON(s.w, http.StatusOK, b)
+		return nil
+	}
 	if err := s.put([][]byte{sseData, b, sseEnd}); err != nil {
 		return err
 	}
@@ -114,6 +137,7 @@ func (s *sseWriter) put(parts [][]byte) error {
 	if s.err != nil {
 		return s.err
 	}
+	s.commitLocked()
 	for _, p := range parts {
 		if _, err := s.w.Write(p); err != nil {
 			s.err = err

@@ -48,7 +48,9 @@ async function modern(target, args, opts = {}) {
   const body = { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: 'execute_code', arguments: { language: 'javascript', ...args }, _meta: META } };
   const res = await fetch(target, { method: 'POST', headers, body: JSON.stringify(body), signal: opts.signal ?? AbortSignal.timeout(opts.timeout ?? 30_000) });
   const text = await res.text();
-  const msgs = text.split(/\r?\n\r?\n/).map((ev) => ev.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('')).filter(Boolean).map((d) => JSON.parse(d));
+  // A quick call is answered as JSON; one that streams, as SSE.
+  const msgs = (res.headers.get('content-type') ?? '').startsWith('application/json') ? [JSON.parse(text)]
+    : text.split(/\r?\n\r?\n/).map((ev) => ev.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('')).filter(Boolean).map((d) => JSON.parse(d));
   const r = msgs.find((m) => m.id !== undefined && !m.method);
   assert(res.status === 200 && r?.result, `modern call: HTTP ${res.status} ${short(text)}`);
   return r.result.structuredContent;
