@@ -292,7 +292,8 @@ func (t *task) observe(status string, code int) {
 
 // logCall is the request's one log line once it ran.
 func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
-	if !s.log.Core().Enabled(zap.InfoLevel) {
+	ce := s.reqLog.Check(zap.InfoLevel, "request") // nil when off or sampled out
+	if ce == nil {
 		return
 	}
 	c.mu.Lock()
@@ -309,12 +310,13 @@ func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
 	if ws != "" {
 		fields = append(fields, zap.String("workspace", ws))
 	}
-	s.log.Info("request", fields...)
+	ce.Write(fields...)
 }
 
 // logReply is the one log line of a request answered without a run.
 func (s *Server) logReply(o *origin, era Era, msg *jsonrpc.Message, r *reply) {
-	if !s.log.Core().Enabled(zap.InfoLevel) {
+	ce := s.reqLog.Check(zap.InfoLevel, "request")
+	if ce == nil {
 		return
 	}
 	fields := []zap.Field{
@@ -329,5 +331,5 @@ func (s *Server) logReply(o *origin, era Era, msg *jsonrpc.Message, r *reply) {
 	if r.session != "" {
 		fields = append(fields, zap.String("session", r.session))
 	}
-	s.log.Info("request", fields...)
+	ce.Write(fields...)
 }

@@ -406,3 +406,30 @@ func TestIDsMatchByValue(t *testing.T) {
 		t.Fatalf("cancel of 100 left 1E2 %s", s)
 	}
 }
+
+// Beyond requestLinesPerSecond requests a second, one request line in
+// requestLinesPerSecond is written; the front end's other lines are not
+// sampled with them.
+func TestRequestLinesAreSampled(t *testing.T) {
+	lg := newLogged()
+	opts := testOptions()
+	opts.Logger = lg.log
+	s, ts := newHTTP(t, opts, &fakeExec{})
+	c := &client{t: t, url: ts.URL + "/mcp"}
+	c.initialize()
+	const n = 3 * requestLinesPerSecond
+	for i := range n {
+		resp := c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+2), nil)
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	// n requests within at most a few seconds: the first hundred of each
+	// second and one in a hundred after.
+	if got := lg.FilterMessage("request").Len(); got < requestLinesPerSecond || got >= n {
+		t.Errorf("%d request lines for %d requests", got, n+1)
+	}
+	s.log.Warn("something else")
+	if lg.FilterMessage("something else").Len() != 1 {
+		t.Error("another line was sampled with the request lines")
+	}
+}

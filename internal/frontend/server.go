@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"execd/internal/workspace"
 )
@@ -54,8 +55,9 @@ type Options struct {
 	Languages []string
 	// Version is execd's version in serverInfo. Empty means "dev".
 	Version string
-	// Logger gets one line per request and the front end's errors. Nil
-	// means no logs.
+	// Logger gets one line per request (at most requestLinesPerSecond a
+	// second, then one in requestLinesPerSecond) and the front end's
+	// errors. Nil means no logs.
 	Logger *zap.Logger
 
 	// Path is the MCP endpoint of Handler. Empty means "/mcp".
@@ -140,10 +142,26 @@ func clientEnded(ctx context.Context) bool {
 	return errors.Is(c, errClientCancel) || errors.Is(c, errClientGone) || errors.Is(c, errSessionEnded)
 }
 
+// requestLinesPerSecond bounds the request lines: a daemon answering
+// thousands of calls a second would spend a tenth of its time writing them.
+// Beyond it one in requestLinesPerSecond is written; /metrics counts every
+// request.
+const requestLinesPerSecond = 100
+
+// sampled is log for the request lines: per second, the first
+// requestLinesPerSecond of each level and message, then one in
+// requestLinesPerSecond.
+func sampled(log *zap.Logger) *zap.Logger {
+	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, requestLinesPerSecond, requestLinesPerSecond)
+	}))
+}
+
 // Server is the transport-independent core.
 type Server struct {
 	opts      Options
 	log       *zap.Logger
+	reqLog    *zap.Logger // log, sampled: the one line per request
 	exec      Executor
 	tools     *toolSet
 	toolsList [2]preEncoded // tools/list's result per era
@@ -218,6 +236,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:      opts,
 		log:       log,
+		reqLog:    sampled(log),
 		exec:      opts.Executor,
 		sessions:  newSessionStore(opts.SessionIdleTTL, opts.SessionKey),
 		inflight:  newInflight(),
