@@ -85,18 +85,25 @@ func BenchmarkRequest(b *testing.B) {
 		hdr                     map[string]string
 		want                    string
 	}{
-		{"legacy/tools-call-sse", "legacy", "application/json, text/event-stream",
+		// A client that accepts both (every client here) gets a quick
+		// answer as JSON; one that accepts only SSE, a one-event stream.
+		{"legacy/tools-call-both", "legacy", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `}}`, nil, "application/json"},
+		{"legacy/tools-call-sse", "legacy", "text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `}}`, nil, "text/event-stream"},
 		{"legacy/tools-call-json", "legacy", "application/json",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `}}`, nil, "application/json"},
 		{"legacy/tools-list", "legacy", "application/json, text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, nil, "application/json"},
-		{"modern/tools-call-sse", "modern", "application/json, text/event-stream",
+		{"modern/tools-call-both", "modern", "application/json, text/event-stream",
+			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,
+			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "application/json"},
+		{"modern/tools-call-sse", "modern", "text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + benchModernMeta + `}}`,
 			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
 		// A client that can be asked (Claude Code declares elicitation):
 		// the run goes apart from its request, in case the code asks.
-		{"modern/tools-call-sse-elicitation", "modern", "application/json, text/event-stream",
+		{"modern/tools-call-sse-elicitation", "modern", "text/event-stream",
 			`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + benchCallArgs + `,` + strings.Replace(benchModernMeta, `clientCapabilities":{}`, `clientCapabilities":{"elicitation":{}}`, 1) + `}}`,
 			map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "bench"}, "text/event-stream"},
 		{"modern/tools-call-json", "modern", "application/json",
