@@ -188,6 +188,25 @@ func (c *mcp) post(method string, params map[string]any, hdr map[string]string) 
 	return resp
 }
 
+// answerIn is the JSON-RPC response in a POST's answer: the body itself
+// when it is JSON, else the last SSE data event with an id; nil if none.
+func answerIn(contentType string, raw []byte) map[string]any {
+	var msg map[string]any
+	if !strings.HasPrefix(contentType, "text/event-stream") {
+		_ = json.Unmarshal(raw, &msg)
+		return msg
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if d, ok := strings.CutPrefix(l, "data: "); ok {
+			var m map[string]any
+			if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
+				msg = m
+			}
+		}
+	}
+	return msg
+}
+
 func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
 	c.t.Helper()
 	resp := c.post(method, params, hdr)
@@ -196,19 +215,7 @@ func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) m
 		c.session = sid
 	}
 	raw, _ := io.ReadAll(resp.Body)
-	var msg map[string]any
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		for _, l := range strings.Split(string(raw), "\n") {
-			if d, ok := strings.CutPrefix(l, "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
-					msg = m
-				}
-			}
-		}
-	} else {
-		_ = json.Unmarshal(raw, &msg)
-	}
+	msg := answerIn(resp.Header.Get("Content-Type"), raw)
 	if msg == nil {
 		c.t.Fatalf("%s: HTTP %d, no answer: %s", method, resp.StatusCode, raw)
 	}

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,16 +204,10 @@ func (d *benchDaemon) tool(token, name string, args map[string]any) map[string]a
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(raw), "\n") {
-		l = strings.TrimPrefix(l, "data: ")
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) == nil && m["id"] != nil {
-			res, _ := m["result"].(map[string]any)
-			sc, _ := res["structuredContent"].(map[string]any)
-			return sc
-		}
-	}
-	return nil
+	m := answerIn(resp.Header.Get("Content-Type"), raw)
+	res, _ := m["result"].(map[string]any)
+	sc, _ := res["structuredContent"].(map[string]any)
+	return sc
 }
 
 // waitRunning waits until principal a has n calls running.

@@ -141,18 +141,7 @@ func (c *mcp) modernCall(code, lang, ws string, more map[string]any) map[string]
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var msg map[string]any
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		_ = json.Unmarshal(raw, &msg) // a quick answer, alone
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if d, ok := strings.CutPrefix(l, "data: "); ok {
-			var m map[string]any
-			if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
-				msg = m
-			}
-		}
-	}
+	msg := answerIn(resp.Header.Get("Content-Type"), raw)
 	if msg == nil {
 		c.t.Fatalf("no answer: HTTP %d %s", resp.StatusCode, raw)
 	}

@@ -253,8 +253,6 @@ func (p *postSink) reply(r *reply) {
 func (p *postSink) open(method string) {
 	if p.acceptSSE && (!p.acceptJSON || method == "tools/call" || method == "subscriptions/listen") {
 		if p.sse = newSSE(p.w); p.sse != nil {
-			// A call answered before it sends anything else, and before
-			// headerDelay, is answered as JSON when the client takes it.
 			p.sse.begin(keepAliveEvery, p.acceptJSON && method == "tools/call")
 		}
 	}

@@ -153,7 +153,10 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	defer stopInput()
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
 		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages}
-	sp := &stopper{w: w, st: st, stopInput: stopInput, abandon: make(chan struct{})}
+	sp := &stopper{w: w, st: st, stopInput: stopInput}
+	if !w.e.cfg.StrictTermination {
+		sp.abandon = make(chan struct{})
+	}
 	st.timer = newRunTimer(opts.Timeout, func() { sp.stop(true) })
 	unwatch := context.AfterFunc(ctx, func() { sp.stop(false) })
 	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
@@ -259,7 +262,7 @@ type stopper struct {
 	w         *Worker
 	st        *runState
 	stopInput func()
-	abandon   chan struct{} // closed at the kill without strict termination
+	abandon   chan struct{} // without strict termination: closed at the kill
 
 	mu       sync.Mutex
 	sealed   bool // the call returned: too late to stop it
@@ -291,7 +294,9 @@ func (sp *stopper) kill() {
 	sp.killed = true
 	sp.w.e.observer().Killed(sp.w.lang)
 	sp.st.kill.Store(true) // with the kill switch the guest traps within microseconds
-	close(sp.abandon)
+	if sp.abandon != nil {
+		close(sp.abandon)
+	}
 }
 
 // seal ends the stopper once the call has returned (or was abandoned) and

@@ -843,8 +843,7 @@ func (m *Manager) closeRunner(w *ws, lang string, r Runner) {
 		return
 	}
 	delete(w.runners, lang)
-	m.setMemLocked(w, lang, 0)
-	delete(w.mem, lang)
+	m.forgetMemLocked(w, lang)
 	m.live--
 	m.mu.Unlock()
 	if err := r.Close(); err != nil {
@@ -858,10 +857,9 @@ func (m *Manager) takeRunners(w *ws) map[string]Runner {
 	defer m.mu.Unlock()
 	rs := w.runners
 	w.runners = map[string]Runner{}
-	for _, b := range w.mem {
-		m.memory -= b
+	for lang := range w.mem {
+		m.forgetMemLocked(w, lang)
 	}
-	w.mem = map[string]int64{}
 	m.live -= len(rs)
 	return rs
 }
@@ -1114,4 +1112,10 @@ func (m *Manager) memoryLocked() int64 { return m.memory }
 func (m *Manager) setMemLocked(w *ws, lang string, b int64) {
 	m.memory += b - w.mem[lang]
 	w.mem[lang] = b
+}
+
+// forgetMemLocked drops w's interpreter of lang from the sum; m.mu is held.
+func (m *Manager) forgetMemLocked(w *ws, lang string) {
+	m.memory -= w.mem[lang]
+	delete(w.mem, lang)
 }
