@@ -122,6 +122,7 @@ func run() int {
 		StrictTermination: cfg.Sandbox.StrictTermination,
 		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
 		PythonPreload:     cfg.Sandbox.PythonPreload,
+		SpareInstances:    cfg.Sandbox.SpareInstances,
 		Observer:          workerObs,
 	}, log.Named("worker"))
 	if err != nil {

@@ -95,6 +95,7 @@ type Sandbox struct {
 	CacheDir          string   `toml:"cache_dir"`
 	InterruptGrace    Duration `toml:"interrupt_grace"`
 	PythonPreload     []string `toml:"python_preload"`
+	SpareInstances    int      `toml:"spare_instances"`
 }
 
 // Cluster configures an instance among several behind one load balancer
@@ -161,6 +162,7 @@ func Default() Config {
 				"dataclasses", "uuid", "random", "math", "itertools", "functools", "typing",
 				"traceback",
 			},
+			SpareInstances: 2,
 		},
 		Log:     Log{Level: "info", Format: "console"},
 		Cluster: Cluster{Peers: []string{}},
@@ -286,6 +288,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentRuns < 1 {
 		bad("limits.max_concurrent_runs", "must be at least 1, got %d", c.Limits.MaxConcurrentRuns)
+	}
+	if n := c.Sandbox.SpareInstances; n < 0 || n > 64 {
+		bad("sandbox.spare_instances", "must be between 0 (none) and 64, got %d", n)
 	}
 	for _, m := range c.Sandbox.PythonPreload {
 		if !pythonModule.MatchString(m) {

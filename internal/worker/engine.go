@@ -57,6 +57,10 @@ type Config struct {
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
 	PythonPreload []string
+	// SpareInstances is how many blank instances of each guest are kept
+	// made ahead of need, so that a new or restored worker does not wait
+	// for wazero to instantiate one (spare.go); 0 means none.
+	SpareInstances int
 	// Observer is told of every soft interrupt and hard kill (observe.go).
 	// Nil means nothing is observed.
 	Observer Observer
@@ -103,6 +107,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxImageBytes < 0 || c.MaxImages < 0 {
 		return c, fmt.Errorf("image limits %d bytes, %d images: must not be negative", c.MaxImageBytes, c.MaxImages)
+	}
+	if c.SpareInstances < 0 {
+		return c, fmt.Errorf("spare instances %d: must not be negative", c.SpareInstances)
 	}
 	if c.InterruptGrace == 0 {
 		c.InterruptGrace = defaultGrace
@@ -166,6 +173,7 @@ type guest struct {
 	reseed  bool  // exports execd_reseed
 	base    *base // the base image new workers are cloned from; nil: they initialise from scratch
 	compile time.Duration
+	spares  *spares // blank instances made ahead of need (spare.go)
 
 	basesMu sync.Mutex
 	bases   map[[32]byte]*baseSlot // by initParams.key: the current base, and others Restore needed
@@ -219,6 +227,7 @@ func newEngine(ctx context.Context, cfg Config, log *zap.Logger, source func(lan
 		source: source,
 	}
 	e.budget.limit = int64(cfg.TotalMemoryMiB) << 20
+	e.budget.spill = e.spill
 	if !executableMemory() {
 		log.Warn("executable memory is refused to this process (MemoryDenyWriteExecute= or an SELinux execmem denial?): the guests run in wazero's interpreter, many times slower")
 	}
@@ -232,7 +241,7 @@ func newEngine(ctx context.Context, cfg Config, log *zap.Logger, source func(lan
 	}
 	e.bg, e.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	for _, lang := range langs {
-		g := &guest{lang: lang, ready: make(chan struct{}), bases: map[[32]byte]*baseSlot{}}
+		g := &guest{lang: lang, ready: make(chan struct{}), bases: map[[32]byte]*baseSlot{}, spares: newSpares()}
 		e.guests[lang] = g
 		e.wg.Add(1)
 		go e.prepare(g)
@@ -256,6 +265,10 @@ func (e *Engine) prepare(g *guest) {
 	e.prepareBase(g)
 	if e.bg.Err() != nil {
 		return
+	}
+	if g.base != nil && e.cfg.SpareInstances > 0 {
+		e.wg.Add(1) // prepare holds one: Close's Wait cannot have returned
+		go e.keepSpares(g)
 	}
 	fields := []zap.Field{zap.String("language", g.lang), zap.Duration("compile", g.compile), zap.Duration("total", time.Since(start))}
 	if g.base != nil {
@@ -441,7 +454,7 @@ func (e *Engine) Restore(ctx context.Context, img *Image, opts WorkerOptions, cl
 			return nil, fmt.Errorf("%w: the base image the %s image was made from cannot be made again (its memory differs)", ErrImageStale, img.lang)
 		}
 	}
-	inst, err := e.restoreInstance(ctx, g, img, b, opts, clone)
+	inst, err := e.restoreInstance(ctx, g, img, b, opts, clone, false)
 	if err != nil {
 		return nil, err
 	}
@@ -450,11 +463,15 @@ func (e *Engine) Restore(ctx context.Context, img *Image, opts WorkerOptions, cl
 	return w, nil
 }
 
-// newInstance is a new workspace's instance: a clone of the base image, or
-// without one an interpreter initialised from scratch.
+// newInstance is a new workspace's instance: a clone of the base image (a
+// spare if one is ready, spare.go), or without one an interpreter
+// initialised from scratch.
 func (e *Engine) newInstance(ctx context.Context, g *guest, opts WorkerOptions) (*instance, error) {
 	if g.base != nil {
-		return e.restoreInstance(ctx, g, g.base.img, g.base, opts, true)
+		if inst := e.takeSpare(g, opts); inst != nil {
+			return inst, nil
+		}
+		return e.restoreInstance(ctx, g, g.base.img, g.base, opts, true, false)
 	}
 	return e.initInstance(ctx, g, opts, e.initParams(g.lang), false)
 }

@@ -429,7 +429,7 @@ func TestImageOfAModuleWithManyGlobals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst2, err := e.restoreInstance(ctx, g, img, nil, WorkerOptions{}, false)
+	inst2, err := e.restoreInstance(ctx, g, img, nil, WorkerOptions{}, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"go.uber.org/zap"
 
@@ -25,10 +26,12 @@ type instance struct {
 	stdout, stderr *stream
 	mem            *linearMemory
 	files          *openFiles
+	workspace      *countingFS // mounted at /workspace; bind sets a spare's
 	clock          *guestClock
 	parent         *base // the base image its memory derives from; nil: zero memory
 	init           initParams
 	calls          atomic.Int32 // host and guest code using mod's memory (enter)
+	spare          bool         // made ahead of need (spare.go): its memory never reclaims
 }
 
 // enter marks the start of code that uses the instance's memory (a guest
@@ -100,15 +103,8 @@ func (e *Engine) moduleConfig(g *guest, inst *instance, opts WorkerOptions, det 
 	} else {
 		mc = mc.WithSysWalltime().WithRandSource(cryptoRand{})
 	}
-	ws := opts.FS
-	switch {
-	case ws != nil:
-	case opts.Dir != "":
-		ws = sysfs.DirFS(opts.Dir)
-	default:
-		ws = emptyDir
-	}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: ws, o: inst.files}, "/workspace")
+	inst.workspace = &countingFS{FS: workspaceFS(opts), o: inst.files}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(inst.workspace, "/workspace")
 	files, at, err := sandbox.Files(g.lang)
 	if err != nil {
 		return nil, err
@@ -117,6 +113,17 @@ func (e *Engine) moduleConfig(g *guest, inst *instance, opts WorkerOptions, det 
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: &sysfs.AdaptFS{FS: files}, o: inst.files}, at)
 	}
 	return mc.WithFSConfig(fsc), nil
+}
+
+// workspaceFS is the file system opts mount at /workspace.
+func workspaceFS(opts WorkerOptions) experimentalsys.FS {
+	switch {
+	case opts.FS != nil:
+		return opts.FS
+	case opts.Dir != "":
+		return sysfs.DirFS(opts.Dir)
+	}
+	return emptyDir
 }
 
 // instantiate makes inst's module from g, its memory from the engine's
@@ -131,7 +138,7 @@ func (e *Engine) instantiate(ctx context.Context, g *guest, inst *instance, mc w
 	default:
 		mc = mc.WithStartFunctions()
 	}
-	alloc := &memoryAllocator{b: &e.budget, busy: &inst.calls}
+	alloc := &memoryAllocator{b: &e.budget, busy: &inst.calls, noReclaim: inst.spare}
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	defer func() {
 		// wazero indexes the memory the allocator returned without a
@@ -196,12 +203,30 @@ func minMemory(g *guest) uint64 {
 	return 0
 }
 
-// restoreInstance makes an instance whose state is img's: instantiated
-// without _initialize, its memory grown to the image's size, b's pages
+// blankInstance instantiates g without _initialize: its memory is the
+// module's minimum, all zeros (the data segments are passive, see
+// prepareModule), and no guest code has run. spare makes it for the spare
+// pool (its memory never reclaims, see linearMemory.noReclaim).
+func (e *Engine) blankInstance(ctx context.Context, g *guest, opts WorkerOptions, spare bool) (*instance, error) {
+	inst := e.newShell(false)
+	inst.spare = spare
+	mc, err := e.moduleConfig(g, inst, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.instantiate(withRunState(context.WithoutCancel(ctx), &runState{}), g, inst, mc, false); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// restoreInstance makes an instance whose state is img's: a blank one, its
+// memory grown to the image's size, b's pages
 // mapped copy-on-write under it, the image's own pages written over them,
 // its globals set and its clock continued. clone reseeds the guest's random
-// generators (when it exports execd_reseed).
-func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *base, opts WorkerOptions, clone bool) (*instance, error) {
+// generators (when it exports execd_reseed). spare makes it for the spare
+// pool (spare.go): no budget check (the pool checked), no reclaim.
+func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *base, opts WorkerOptions, clone, spare bool) (*instance, error) {
 	if g.info.notImageable != "" {
 		return nil, fmt.Errorf("%w: the %s guest's state is not only memory and globals (%s)", ErrImageStale, g.lang, g.info.notImageable)
 	}
@@ -217,19 +242,16 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 	if img.memSize > limit {
 		return nil, fmt.Errorf("%w: the image holds %d MiB of memory, the limit is %d MiB", ErrImageStale, img.memSize>>20, limit>>20)
 	}
-	if err := e.budget.check(int64(img.memSize)); err != nil {
-		return nil, err
+	if !spare {
+		if err := e.budget.check(int64(img.memSize)); err != nil {
+			return nil, err
+		}
 	}
-	inst := e.newShell(false)
-	inst.clock.continueFrom(img.clock)
-	mc, err := e.moduleConfig(g, inst, opts, false)
+	inst, err := e.blankInstance(ctx, g, opts, spare)
 	if err != nil {
 		return nil, err
 	}
-	rctx := withRunState(context.WithoutCancel(ctx), &runState{})
-	if err := e.instantiate(rctx, g, inst, mc, false); err != nil {
-		return nil, err
-	}
+	inst.clock.continueFrom(img.clock)
 	fail := func(err error) (*instance, error) {
 		inst.close()
 		return nil, err
@@ -240,7 +262,11 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 	}
 	if img.memSize > m0 {
 		if _, ok := inst.mod.Memory().Grow(uint32((img.memSize - m0) >> 16)); !ok {
-			return fail(e.budget.check(int64(img.memSize - m0)))
+			err := e.budget.check(int64(img.memSize - m0))
+			if err == nil { // room was made after the growth failed
+				err = fmt.Errorf("%w: the growth to %d MiB was refused", ErrMemoryBudget, img.memSize>>20)
+			}
+			return fail(err)
 		}
 	}
 	// The memory is zeros (the data segments are passive, see
@@ -264,6 +290,7 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 	if clone && g.reseed {
 		// A clone that could not reseed would repeat its image's random
 		// numbers: sandbox/ABI.md says not to use it.
+		rctx := withRunState(context.WithoutCancel(ctx), &runState{})
 		rc, err := inst.mod.ExportedFunction(reseedExport).Call(rctx)
 		if err == nil && int32(rc[0]) != 0 {
 			err = fmt.Errorf("returned %d", int32(rc[0]))

@@ -22,14 +22,21 @@ type budget struct {
 	limit   int64 // bytes
 	used    atomic.Int64
 	reclaim atomic.Pointer[func(need int64) int64] // Engine.SetReclaim
+	// spill closes the spare instances (spare.go) and returns the bytes
+	// they held: spares give way before anything else does. Set before
+	// the first instance; nil in tests of the budget alone.
+	spill func() int64
 }
 
 // grow reserves n bytes for a running guest's growth. When they do not fit,
-// the reclaim hook (if any) is asked to free at least n bytes elsewhere —
-// the workspace registry hibernates idle interpreters — and the
-// reservation is tried once more.
+// the spares are closed, then the reclaim hook (if any) is asked to free
+// at least n bytes elsewhere — the workspace registry hibernates idle
+// interpreters — and the reservation is tried again after each.
 func (b *budget) grow(n int64) bool {
 	if b.take(n, false) {
+		return true
+	}
+	if b.spill != nil && b.spill() > 0 && b.take(n, false) {
 		return true
 	}
 	if f := b.reclaim.Load(); f != nil && (*f)(n) > 0 {
@@ -54,8 +61,12 @@ func (b *budget) take(n int64, force bool) bool {
 
 func (b *budget) give(n int64) { b.used.Add(-n) }
 
-// check reports ErrMemoryBudget when n more bytes do not fit now.
+// check reports ErrMemoryBudget when n more bytes do not fit now, even
+// without the spares.
 func (b *budget) check(n int64) error {
+	if b.used.Load()+n > b.limit && b.spill != nil {
+		b.spill()
+	}
 	if u := b.used.Load(); u+n > b.limit {
 		return fmt.Errorf("%w: %d MiB in use of %d MiB, %d MiB more needed",
 			ErrMemoryBudget, u>>20, b.limit>>20, (n+(1<<20)-1)>>20)
@@ -78,6 +89,10 @@ type linearMemory struct {
 	refused atomic.Int64  // growths the budget refused
 	forced  bool          // the first allocation is taken even beyond the budget
 	busy    *atomic.Int32 // the owner's calls in flight (instance.enter)
+	// noReclaim: a growth beyond the budget fails instead of asking the
+	// reclaim hook for room (a spare instance must not cost a workspace
+	// its live interpreter). Cleared when the spare is bound.
+	noReclaim bool
 }
 
 var _ experimental.LinearMemory = (*linearMemory)(nil)
@@ -85,14 +100,15 @@ var _ experimental.LinearMemory = (*linearMemory)(nil)
 // memoryAllocator hands wazero one linearMemory per instance; the
 // instance's owner keeps a pointer to it through got.
 type memoryAllocator struct {
-	b    *budget
-	busy *atomic.Int32
-	got  *linearMemory
+	b         *budget
+	busy      *atomic.Int32
+	noReclaim bool // see linearMemory.noReclaim
+	got       *linearMemory
 }
 
 func (a *memoryAllocator) Allocate(_, max uint64) experimental.LinearMemory {
 	mem, err := reserve(max)
-	m := &linearMemory{b: a.b, mem: mem, forced: true, busy: a.busy}
+	m := &linearMemory{b: a.b, mem: mem, forced: true, busy: a.busy, noReclaim: a.noReclaim}
 	if err != nil {
 		m.mem = nil // every Reallocate fails; instantiate reports it
 	}
@@ -110,7 +126,16 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	}
 	if size > cur {
 		delta := int64(size - cur)
-		if !(m.forced && m.b.take(delta, true) || !m.forced && m.b.grow(delta)) {
+		var ok bool
+		switch {
+		case m.forced:
+			ok = m.b.take(delta, true)
+		case m.noReclaim:
+			ok = m.b.take(delta, false)
+		default:
+			ok = m.b.grow(delta)
+		}
+		if !ok {
 			m.refused.Add(1)
 			return nil
 		}
