@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -644,16 +645,28 @@ func (m *Manager) prepare(w *ws) (*QuotaFS, error) {
 // workspace of an execd that kept no images: its interpreters' state was
 // lost with that process, and every language's note says so.
 func prepareDirs(dir, state string, langs []string) error {
-	_, err := os.Stat(state)
+	// A new workspace is the common case: its two mkdirs are all it costs.
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) { // the principal's first workspace
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err == nil {
+		if err := os.Mkdir(state, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return os.MkdirAll(state, 0o700)
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	_, err = os.Stat(state)
 	stateExists := err == nil
 	st, err := os.Stat(dir)
 	switch {
-	case err == nil && !st.IsDir():
-		return fmt.Errorf("%s is not a directory", dir)
 	case err != nil:
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
 	case !stateExists:
 		if err := os.MkdirAll(state, 0o700); err != nil {
 			return err

@@ -51,11 +51,15 @@ func imagePath(stateDir, lang string) string { return filepath.Join(stateDir, la
 func notePath(stateDir, lang string) string  { return filepath.Join(stateDir, lang+".note") }
 
 // readNote returns the note of lang in stateDir; a missing or unreadable
-// file is noteNone, a damaged one the reason image_corrupt.
+// file is noteNone, an empty one noteLive (see writeNote), a damaged one
+// the reason image_corrupt.
 func readNote(stateDir, lang string) note {
 	b, err := os.ReadFile(notePath(stateDir, lang))
 	if err != nil {
 		return noteNone
+	}
+	if len(b) == 0 {
+		return noteLive
 	}
 	n := note(strings.TrimSpace(string(b)))
 	switch n {
@@ -68,16 +72,37 @@ func readNote(stateDir, lang string) note {
 	return note(ReasonImageCorrupt)
 }
 
-// writeNote replaces lang's note (noteNone removes it). Notes are written
-// by rename, not synced: after a power cut a note may be older than the
-// last change, never half written.
+// writeNote replaces lang's note (noteNone removes it). A note replaces
+// another by rename, not synced: after a power cut a note may be older
+// than the last change, never half written. A language's first note (a new
+// workspace's "live") is created in place, which saves the rename on every
+// new workspace: interrupted between its creation and its one write, it is
+// an empty file, which readNote takes for "live" — the safe reading, since
+// a lost state is then said to be lost.
 func writeNote(stateDir, lang string, n note) error {
 	p := notePath(stateDir, lang)
 	if n == noteNone {
 		return ignoreMissing(os.Remove(p))
 	}
+	b := []byte(string(n) + "\n")
+	if n == noteLive {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.Write(b)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(p)
+			}
+			return err
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
 	return writeFileAtomic(p, func(w io.Writer) error {
-		_, err := io.WriteString(w, string(n)+"\n")
+		_, err := w.Write(b)
 		return err
 	}, false)
 }
@@ -89,9 +114,12 @@ func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, er
 	p := imagePath(stateDir, lang)
 	var n int64
 	err := writeFileAtomic(p, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 256<<10)
 		var err error
-		n, err = img.WriteTo(w)
-		return err
+		if n, err = img.WriteTo(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
 	}, true)
 	if err != nil {
 		return 0, err
@@ -116,7 +144,7 @@ func readImage(f Factory, stateDir, lang string) (Image, error) {
 }
 
 // writeFileAtomic writes path through a temporary file in the same
-// directory, mode 0600, and renames it into place, so that a reader (or a
+// directory (write gets it unbuffered), mode 0600, and renames it into place, so that a reader (or a
 // restart after SIGKILL) sees the old content or the new, never a part.
 // With durable, the file is synced before the rename and the directory
 // after it.
@@ -136,11 +164,7 @@ func writeFileAtomic(path string, write func(io.Writer) error, durable bool) err
 	if err := tmp.Chmod(0o600); err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
+	if err := write(tmp); err != nil {
 		return err
 	}
 	if durable {

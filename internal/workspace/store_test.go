@@ -142,3 +142,43 @@ func TestSweepTempsLayout(t *testing.T) {
 		t.Errorf("removed %d fresh entries", n)
 	}
 }
+
+// A language's first note is created in place, later ones replace it by
+// rename; a note file interrupted between its creation and its write is
+// empty, and reads as live, so that its state is said to be lost.
+func TestNotes(t *testing.T) {
+	dir := t.TempDir()
+	if n := readNote(dir, "js"); n != noteNone {
+		t.Fatalf("missing note reads %q; want none", n)
+	}
+	for _, n := range []note{noteLive, noteSaved, noteLive, note(ReasonRestarted)} {
+		if err := writeNote(dir, "js", n); err != nil {
+			t.Fatalf("writeNote(%q): %v", n, err)
+		}
+		if got := readNote(dir, "js"); got != n {
+			t.Errorf("after writeNote(%q) the note reads %q", n, got)
+		}
+		st, err := os.Stat(notePath(dir, "js"))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("note file: %v, mode %v; want 0600", err, st.Mode().Perm())
+		}
+	}
+	if err := writeNote(dir, "js", noteNone); err != nil || readNote(dir, "js") != noteNone {
+		t.Errorf("writeNote(none): %v, then %q; want the note gone", err, readNote(dir, "js"))
+	}
+	if err := os.WriteFile(notePath(dir, "py"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := readNote(dir, "py"); n != noteLive {
+		t.Errorf("an empty note reads %q; want live", n)
+	}
+	if err := os.WriteFile(notePath(dir, "py"), []byte("li"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n := readNote(dir, "py"); n != note(ReasonImageCorrupt) {
+		t.Errorf("a damaged note reads %q; want %q", n, ReasonImageCorrupt)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); len(left) > 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+}
