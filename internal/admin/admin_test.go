@@ -71,7 +71,7 @@ execd_run_slots_busy 1
 # HELP execd_open_streams HTTP requests and GET streams open now (server.max_streams_per_principal caps them per principal).
 # TYPE execd_open_streams gauge
 execd_open_streams 3
-# HELP execd_guest_memory_bytes Linear memory of all sandboxes.
+# HELP execd_guest_memory_bytes Linear memory of all sandboxes, the spares made ahead of need included.
 # TYPE execd_guest_memory_bytes gauge
 execd_guest_memory_bytes 5.24288e+06
 `

@@ -135,7 +135,7 @@ func NewMetrics(src Sources) *Metrics {
 			func() float64 { return float64(o()) }))
 	}
 	if g := src.GuestMemory; g != nil {
-		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "execd_guest_memory_bytes", Help: "Linear memory of all sandboxes."},
+		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "execd_guest_memory_bytes", Help: "Linear memory of all sandboxes, the spares made ahead of need included."},
 			func() float64 { u, _ := g(); return float64(u) }))
 		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "execd_guest_memory_budget_bytes", Help: "The sandboxes' memory budget (limits.max_total_memory_mib)."},
 			func() float64 { _, b := g(); return float64(b) }))
