@@ -45,6 +45,7 @@ type options struct {
 	requests      int
 	duration      time.Duration
 	warmup        int
+	pause         time.Duration
 	tool          string
 	code          string
 	language      string
@@ -77,6 +78,7 @@ func main() {
 	flag.IntVar(&o.requests, "requests", 0, "stop after this many measured calls in all (0 = only -duration bounds)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "stop after this long (measured phase)")
 	flag.IntVar(&o.warmup, "warmup", 1, "unmeasured calls per client before measuring (creates per-client workspaces)")
+	flag.DurationVar(&o.pause, "pause", 0, "load scenario: each client waits this long after each call (unmeasured), as a user between calls")
 	flag.StringVar(&o.tool, "tool", "execute_code", "tool to call: execute_code or echo")
 	flag.StringVar(&o.code, "code", "1+1", "code argument")
 	flag.StringVar(&o.language, "language", "javascript", "language argument")
@@ -264,9 +266,12 @@ func measure(ctx context.Context, o options, clients []*client, code string, ws 
 			lat := make([]time.Duration, 0, 1024)
 			errs := map[string]int{}
 			frames, sse := 0, 0
-			for dctx.Err() == nil {
+			for first := true; dctx.Err() == nil; first = false {
 				if o.requests > 0 && issued.Add(1) > int64(o.requests) {
 					break
+				}
+				if !first && o.pause > 0 {
+					time.Sleep(o.pause)
 				}
 				tc := toolCall{tool: o.tool, code: code, language: o.language, workspace: ws(i), progressToken: o.progressToken}
 				cctx, ccancel := context.WithTimeout(ctx, o.timeout)
