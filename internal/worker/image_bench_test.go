@@ -45,8 +45,10 @@ var firstCell = map[string]string{
 
 // BenchmarkNewWorkerFirstCall: a new worker (a clone of the base image) and
 // its first call's result, the worker's part of a new workspace's first
-// call: made on the spot, and taken from a spare made ahead (spare.go;
-// the pool is refilled between iterations, untimed).
+// call. Back to back, made on the spot; then after an idle moment (2 ms,
+// untimed, as between a user's calls; a processor woken from idle is
+// slower at first), made on the spot and taken from a spare made ahead
+// (spare.go; the pool is full again before each, untimed).
 func BenchmarkNewWorkerFirstCall(b *testing.B) {
 	made := testEngine(b, true)
 	spare := spareEngine(b, 1)
@@ -63,9 +65,11 @@ func BenchmarkNewWorkerFirstCall(b *testing.B) {
 				w.Close()
 			}
 		}
+		idle := func() { time.Sleep(2 * time.Millisecond) }
 		b.Run(lang, func(b *testing.B) { timed(b, first(made)) })
-		b.Run(lang+"/spare", func(b *testing.B) {
-			timedAfter(b, func() { waitSpares(b, spare, lang, 1) }, first(spare))
+		b.Run(lang+"/after-idle", func(b *testing.B) { timedAfter(b, idle, first(made)) })
+		b.Run(lang+"/after-idle-spare", func(b *testing.B) {
+			timedAfter(b, func() { waitSpares(b, spare, lang, 1); idle() }, first(spare))
 		})
 	}
 }

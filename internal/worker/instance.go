@@ -32,6 +32,7 @@ type instance struct {
 	init           initParams
 	calls          atomic.Int32 // host and guest code using mod's memory (enter)
 	spare          bool         // made ahead of need (spare.go): its memory never reclaims
+	refill         *spares      // taken from this pool, which waits for its first call to refill
 }
 
 // enter marks the start of code that uses the instance's memory (a guest

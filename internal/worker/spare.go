@@ -78,9 +78,11 @@ type spares struct {
 
 func newSpares() *spares { return &spares{kick: make(chan struct{}, 1)} }
 
-// take removes a spare from the pool, or returns nil, and asks for the
-// pool to be filled again (also when it was empty: the budget may have
-// room again since it was spilled).
+// take removes a spare from the pool, or returns nil. The pool is filled
+// again when the worker that took it has run its first call (Worker.Run
+// calls wake), so that making the next spare does not compete with that
+// call; when the pool was empty, at once (the budget may have room again
+// since it was spilled).
 func (s *spares) take() *instance {
 	s.mu.Lock()
 	var inst *instance
@@ -88,11 +90,20 @@ func (s *spares) take() *instance {
 		inst, s.list = s.list[n-1], s.list[:n-1]
 	}
 	s.mu.Unlock()
+	if inst == nil {
+		s.wake()
+	} else {
+		inst.refill = s
+	}
+	return inst
+}
+
+// wake asks keepSpares to fill the pool.
+func (s *spares) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	return inst
 }
 
 // put adds inst to the pool; false (and inst is the caller's to close)

@@ -27,15 +27,28 @@ type Worker struct {
 	restored bool      // made by Restore and no Run has said so yet
 	closed   bool
 
-	mem atomic.Pointer[linearMemory] // inst's memory, for MemoryBytes during a Run
+	mem    atomic.Pointer[linearMemory] // inst's memory, for MemoryBytes during a Run
+	refill *spares                      // the pool an instance was taken from: woken after the next Run
 }
 
 func (w *Worker) setInstance(inst *instance) {
 	w.inst = inst
 	if inst == nil {
 		w.mem.Store(nil)
-	} else {
-		w.mem.Store(inst.mem)
+		return
+	}
+	w.mem.Store(inst.mem)
+	if inst.refill != nil {
+		w.refill, inst.refill = inst.refill, nil
+	}
+}
+
+// wakeRefill lets the pool the worker's instance came from make another
+// spare, now that the worker's call is over (spare.go).
+func (w *Worker) wakeRefill() {
+	if w.refill != nil {
+		w.refill.wake()
+		w.refill = nil
 	}
 }
 
@@ -94,6 +107,7 @@ func (w *Worker) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.wakeRefill()
 	if w.inst != nil {
 		w.inst.close()
 		w.setInstance(nil)
@@ -117,6 +131,7 @@ func (w *Worker) Run(ctx context.Context, code string, opts RunOptions) Result {
 	defer w.mu.Unlock()
 	res, waited := w.run(ctx, code, opts)
 	res.Duration = time.Since(start) - waited
+	w.wakeRefill()
 	return res
 }
 
