@@ -133,9 +133,10 @@ func BenchmarkIdleWorkerRSS(b *testing.B) {
 // idleWorkers makes n workers of lang that each ran code and reports the
 // growth of RSS and PSS per worker: the largest of the iterations (after
 // the first, the Go heap reuses what the closed workers gave back, and the
-// growth understates the cost).
+// growth understates the cost); the -trimmed figures are the same after
+// Trim, as the workspace janitor leaves an idle interpreter.
 func idleWorkers(b *testing.B, e *Engine, lang string, n int, code string) {
-	var rss, pss, anon float64
+	var rss, pss, anon, trss, tpss, tanon float64
 	for b.Loop() {
 		runtime.GC()
 		debug.FreeOSMemory()
@@ -158,12 +159,24 @@ func idleWorkers(b *testing.B, e *Engine, lang string, n int, code string) {
 		pss = max(pss, float64(after.pss-before.pss)/1024/float64(n))
 		anon = max(anon, float64(after.anon-before.anon)/1024/float64(n))
 		for _, w := range ws {
+			w.Trim()
+		}
+		runtime.GC()
+		debug.FreeOSMemory()
+		trimmed := memoryKiB(b)
+		trss = max(trss, float64(trimmed.rss-before.rss)/1024/float64(n))
+		tpss = max(tpss, float64(trimmed.pss-before.pss)/1024/float64(n))
+		tanon = max(tanon, float64(trimmed.anon-before.anon)/1024/float64(n))
+		for _, w := range ws {
 			w.Close()
 		}
 	}
 	b.ReportMetric(rss, "MiB-RSS/worker")
 	b.ReportMetric(pss, "MiB-PSS/worker")
 	b.ReportMetric(anon, "MiB-anon/worker")
+	b.ReportMetric(trss, "MiB-RSS-trimmed/worker")
+	b.ReportMetric(tpss, "MiB-PSS-trimmed/worker")
+	b.ReportMetric(tanon, "MiB-anon-trimmed/worker")
 }
 
 type kib struct{ rss, pss, anon int }
