@@ -90,7 +90,8 @@ func TestTrimKeepsWrittenPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := m.bytes()
-	sha256.Sum256(mem) // reads every page: base pages mapped, the rest the zero page
+	// Read every page: the base's are mapped, the rest the zero page.
+	sha256.Sum256(mem)
 	for _, p := range []int{0, 3, 10, 11, 12, 31, 32, 40} { // written: 6 in the base, 2 beyond
 		for i := p * ps; i < (p+1)*ps; i += 64 {
 			mem[i] ^= 0x5a

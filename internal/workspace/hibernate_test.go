@@ -19,16 +19,24 @@ import (
 	"execd/internal/worker"
 )
 
+// twoInterpreters is a Manager with the daemon's default HibernateAfter
+// (5 minutes) and one workspace that ran "set x js" in JavaScript and "set x
+// py" in Python. Call it inside the test's bubble.
+func twoInterpreters(t *testing.T) (*fakeFactory, *Manager) {
+	f := newFakeFactory("javascript", "python")
+	m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	runLang(t, m, "p", "w", "javascript", "set x js")
+	runLang(t, m, "p", "w", "python", "set x py")
+	return f, m
+}
+
 func TestHibernateAfterIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeFactory("javascript", "python")
-		m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close(context.Background())
-		runLang(t, m, "p", "w", "javascript", "set x js")
-		runLang(t, m, "p", "w", "python", "set x py")
+		f, m := twoInterpreters(t)
 		time.Sleep(4 * time.Minute)
 		synctest.Wait()
 		if f.liveCount() != 2 {
@@ -448,14 +456,7 @@ func (f *fakeFactory) trimCount() int {
 // been idle for TrimAfter, once per idle spell, and keep their state.
 func TestTrimAfterIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeFactory("javascript", "python")
-		m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close(context.Background())
-		runLang(t, m, "p", "w", "javascript", "set x js")
-		runLang(t, m, "p", "w", "python", "set x py")
+		f, m := twoInterpreters(t)
 		time.Sleep(TrimAfter * 2 / 3)
 		synctest.Wait()
 		if n := f.trimCount(); n != 0 {
@@ -483,28 +484,10 @@ func TestTrimAfterIdle(t *testing.T) {
 }
 
 // TestTrimWithoutHibernation: trimming needs neither HibernateAfter nor
-// IdleTTL.
+// IdleTTL, and a call that runs longer than TrimAfter is not trimmed under
+// its feet (the fake panics on a Trim during a Run); it is trimmed once
+// idle after it.
 func TestTrimWithoutHibernation(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFakeFactory()
-		m, err := NewManager(Config{DataDir: t.TempDir()}, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close(context.Background())
-		run(t, m, "p", "w", "set x 1")
-		time.Sleep(TrimAfter * 3 / 2)
-		synctest.Wait()
-		if n := f.trimCount(); n != 1 {
-			t.Fatalf("%d trims, want 1", n)
-		}
-	})
-}
-
-// TestTrimSkipsRunningWorkspace: a call that runs longer than TrimAfter is
-// not trimmed under its feet (the fake panics on a Trim during a Run); it
-// is trimmed once idle after it.
-func TestTrimSkipsRunningWorkspace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFactory()
 		m, err := NewManager(Config{DataDir: t.TempDir()}, f, nil)
