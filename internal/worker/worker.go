@@ -91,12 +91,17 @@ func (w *Worker) Snapshot(ctx context.Context) (*Image, error) {
 // bytes: what the process's resident set shrank by. Its memory and state
 // are unchanged (the pages stay in the base image's shared memory, and the
 // next call maps those it reads again, a minor page fault each), so trim
-// an idle worker, not one between two calls of a burst. It waits for a
-// Run in progress; a worker closed, without an instance, not made from a
-// base image, or not used since the last Trim returns 0. It does nothing
-// outside Linux. See trim.go.
+// an idle worker, not one between two calls of a burst. It may be called
+// at any time and never waits: a worker in a Run, Snapshot or Close is
+// left as it is, and so is one closed, without an instance, not made from
+// a base image, or not used since the last Trim (0 for all of them). A
+// Run that starts during a Trim waits for it (well under a millisecond).
+// It does nothing outside Linux. See trim.go.
 func (w *Worker) Trim() (freed int64) {
-	w.mu.Lock()
+	// A janitor must not wait for a call, which may last minutes.
+	if !w.mu.TryLock() {
+		return 0
+	}
 	defer w.mu.Unlock()
 	if w.closed || w.e.isClosed() || w.inst == nil || !w.touched || w.inst.parent == nil {
 		return 0

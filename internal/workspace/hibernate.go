@@ -54,19 +54,29 @@ func (m *Manager) janitor() {
 }
 
 // trimIdle trims the live interpreters of the workspaces idle since
-// TrimAfter before now. A runner trims only what calls used since its last
-// trim, so workspaces trimmed before cost little.
+// TrimAfter before now. It does not take their turns: a turn would move
+// each workspace to the front of the idle roots (keepRootLocked) and make
+// a call that arrives wait for the trims of others. Trimmer.Trim never
+// waits and leaves a runner in a call alone, and a runner not used since
+// its last trim returns at once, so every idle one is asked each round.
 func (m *Manager) trimIdle(now time.Time) {
 	cutoff := now.Add(-TrimAfter)
-	var freed int64
-	for _, w := range m.claim(func(w *ws) bool { return !w.lastUsed.After(cutoff) }) {
-		rs, _ := m.liveRunners(w)
-		for _, r := range rs {
+	var ts []Trimmer
+	m.mu.Lock()
+	for _, w := range m.wss {
+		if w.busy || w.lastUsed.After(cutoff) {
+			continue
+		}
+		for _, r := range w.runners {
 			if t, ok := r.(Trimmer); ok {
-				freed += t.Trim()
+				ts = append(ts, t)
 			}
 		}
-		m.releaseClaim(w)
+	}
+	m.mu.Unlock()
+	var freed int64
+	for _, t := range ts {
+		freed += t.Trim()
 	}
 	if freed > 0 {
 		m.log.Debug("trimmed idle interpreters", zap.Int64("bytes", freed))

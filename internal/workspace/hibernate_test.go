@@ -485,8 +485,7 @@ func TestTrimAfterIdle(t *testing.T) {
 
 // TestTrimWithoutHibernation: trimming needs neither HibernateAfter nor
 // IdleTTL, and a call that runs longer than TrimAfter is not trimmed under
-// its feet (the fake panics on a Trim during a Run); it is trimmed once
-// idle after it.
+// its feet; it is trimmed once idle after it.
 func TestTrimWithoutHibernation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeFactory()

@@ -11,9 +11,9 @@ import (
 )
 
 // Runner is one live interpreter of a workspace; cmd/execd adapts a
-// *worker.Worker to it. The Manager calls Run, Snapshot, Close (and
-// Trimmer.Trim) from the holder of the workspace's turn only, one at a
-// time; MemoryBytes may be called at any time.
+// *worker.Worker to it. The Manager calls Run, Snapshot and Close from the
+// holder of the workspace's turn only, one at a time; MemoryBytes (and
+// Trimmer.Trim) may be called at any time.
 type Runner interface {
 	// Run evaluates code as the next cell (worker.Worker.Run describes
 	// opts). The Facts say what became of the instance; the Manager
@@ -37,8 +37,9 @@ type Trimmer interface {
 	// (for a worker: the page-table entries of base image pages it read
 	// but never wrote, worker.Worker.Trim) and returns the bytes its
 	// process's resident set shrank by. The interpreter's state is
-	// unchanged; its next Run may be a little slower. It is cheap when
-	// nothing ran since the last Trim.
+	// unchanged; its next Run may be a little slower. It never waits: a
+	// runner in a Run, Snapshot or Close, or closed, returns 0 at once. It
+	// is cheap when nothing ran since the last Trim.
 	Trim() (freed int64)
 }
 
