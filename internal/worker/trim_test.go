@@ -253,6 +253,32 @@ func TestTrimConcurrent(t *testing.T) {
 	}
 }
 
+// TestTrimDoesNotWaitForRun: a Trim while a call spins returns 0 at once
+// (a janitor must never wait minutes for a call), and the call goes on.
+func TestTrimDoesNotWaitForRun(t *testing.T) {
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spinning := make(chan struct{})
+	rec := &progressRec{fn: func() { close(spinning) }}
+	done := make(chan Result, 1)
+	go func() { done <- w.Run(ctx, "var k = 7; progress(1); for (;;) {}", RunOptions{Sink: rec}) }()
+	<-spinning
+	if n := w.Trim(); n != 0 {
+		t.Fatalf("a Trim during a call freed %d bytes", n)
+	}
+	cancel()
+	if r := <-done; r.Status != StatusInterrupted || r.Reset {
+		t.Fatalf("the call after the Trim: %s", describe(r))
+	}
+	if r := w.Run(context.Background(), "k", RunOptions{}); value(r) != "7" {
+		t.Fatalf("after: %s", describe(r))
+	}
+	if n := w.Trim(); n <= 0 && runtime.GOOS == "linux" {
+		t.Fatalf("the idle worker trimmed %d bytes", n)
+	}
+}
+
 // BenchmarkPythonTrim: the cost of one Trim of an idle Python worker, the
 // first one after its first cell (first-trim, the janitor's case) and one
 // after a 1+1 (re-trim); and what a trim costs the next call: next-call
