@@ -14,9 +14,9 @@ package worker
 // Documentation/admin-guide/mm/pagemap.rst): one native-endian 64-bit word
 // per page of the process's address space.
 const (
-	pagemapPresent = 1 << 63 // a page frame is mapped
-	pagemapSwapped = 1 << 62 // the entry is a swap entry (private memory swapped out)
-	pagemapFile    = 1 << 61 // the page is a file page or shared anonymous memory
+	pmPresent = 1 << 63 // a page frame is mapped
+	pmSwapped = 1 << 62 // the entry is a swap entry (private memory swapped out)
+	pmFile    = 1 << 61 // the page is a file page or shared anonymous memory
 )
 
 // unwrittenBasePage reports whether the pagemap entry e, of a page of a
@@ -26,7 +26,7 @@ const (
 // private page is a swap entry: dropping the entry of any of those would
 // lose what it holds or gain nothing, so only these are dropped.
 func unwrittenBasePage(e uint64) bool {
-	return e&(pagemapPresent|pagemapSwapped|pagemapFile) == pagemapPresent|pagemapFile
+	return e&(pmPresent|pmSwapped|pmFile) == pmPresent|pmFile
 }
 
 // runsOf calls drop(first, n) for every maximal run of n consecutive

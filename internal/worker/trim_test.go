@@ -16,11 +16,11 @@ import (
 
 func TestRunsOf(t *testing.T) {
 	const (
-		base = pagemapPresent | pagemapFile // an unwritten base page
-		anon = pagemapPresent               // a private copy, or the zero page
-		swap = pagemapSwapped
+		base = pmPresent | pmFile // an unwritten base page
+		anon = pmPresent          // a private copy, or the zero page
+		swap = pmSwapped
 	)
-	entries := []uint64{base, base, anon, 0, base, swap, swap | pagemapFile, base | 0x1234, base, pagemapFile, base}
+	entries := []uint64{base, base, anon, 0, base, swap, swap | pmFile, base | 0x1234, base, pmFile, base}
 	var got [][2]int
 	if err := runsOf(entries, func(first, n int) error { got = append(got, [2]int{first, n}); return nil }); err != nil {
 		t.Fatal(err)
@@ -53,8 +53,8 @@ func pageKinds(t *testing.T, b []byte) (file, private int) {
 	for i := 0; i < len(buf); i += 8 {
 		e := binary.NativeEndian.Uint64(buf[i:])
 		switch {
-		case e&pagemapPresent == 0:
-		case e&pagemapFile != 0:
+		case e&pmPresent == 0:
+		case e&pmFile != 0:
 			file++
 		case e&(1<<56) != 0: // exclusively mapped
 			private++
