@@ -26,6 +26,7 @@ type Worker struct {
 	lost     bool      // state was lost and no Run has said so yet
 	restored bool      // made by Restore and no Run has said so yet
 	closed   bool
+	touched  bool // inst's memory was used since the last Trim
 
 	mem    atomic.Pointer[linearMemory] // inst's memory, for MemoryBytes during a Run
 	refill *spares                      // the pool an instance was taken from: woken after the next Run
@@ -33,6 +34,7 @@ type Worker struct {
 
 func (w *Worker) setInstance(inst *instance) {
 	w.inst = inst
+	w.touched = inst != nil
 	if inst == nil {
 		w.mem.Store(nil)
 		return
@@ -93,7 +95,42 @@ func (w *Worker) Snapshot(ctx context.Context) (*Image, error) {
 		return nil, fmt.Errorf("%w: the instance is closed", ErrNotSnapshottable)
 	}
 	defer w.inst.leave()
+	w.touched = true // the snapshot read every page
 	return w.inst.snapshot(w.g), nil
+}
+
+// Trim gives back the page-table entries of the base image pages the
+// worker's interpreter has read but never written, and returns their
+// bytes: what the process's resident set shrank by. Its memory and state
+// are unchanged (the pages stay in the base image's shared memory, and the
+// next call maps those it reads again, a minor page fault each), so trim
+// an idle worker, not one between two calls of a burst. It may be called
+// at any time and never waits: a worker in a Run, Snapshot or Close is
+// left as it is, and so is one closed, without an instance, not made from
+// a base image, or not used since the last Trim (0 for all of them). A
+// Run that starts during a Trim waits for it (well under a millisecond).
+// It does nothing outside Linux. See trim.go.
+func (w *Worker) Trim() (freed int64) {
+	// A janitor must not wait for a call, which may last minutes.
+	if !w.mu.TryLock() {
+		return 0
+	}
+	defer w.mu.Unlock()
+	if w.closed || w.e.isClosed() || w.inst == nil || !w.touched || w.inst.parent == nil {
+		return 0
+	}
+	if !w.inst.enter() {
+		return 0
+	}
+	defer w.inst.leave()
+	w.touched = false
+	freed, err := w.inst.mem.trimBase(uint64(len(w.inst.parent.shared.bytes())))
+	if err != nil {
+		// Where /proc/self/pagemap is hidden (some container runtimes)
+		// every trim fails the same way: not worth more than debug.
+		w.e.log.Debug("trim of an idle interpreter's memory failed", zap.String("language", w.lang), zap.Error(err))
+	}
+	return freed
 }
 
 // Language is the worker's guest language.
@@ -153,6 +190,7 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		w.setInstance(inst)
 	}
 	inst := w.inst
+	w.touched = true
 	reset := w.lost
 	w.lost = false
 	restored := w.restored

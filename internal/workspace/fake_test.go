@@ -49,6 +49,7 @@ type fakeFactory struct {
 	newErr    error
 	compiling map[string]bool
 	maxMem    int // > 0: NewRunner and Restore fail with ErrMemoryBudget at this many live runners
+	trims     int // Trims that freed something
 
 	running    atomic.Int32 // runs in flight across all runners
 	maxRunning atomic.Int32
@@ -166,6 +167,7 @@ type fakeRunner struct {
 	open   sys.File
 	inRun  atomic.Int32
 	closed atomic.Bool
+	used   atomic.Bool // ran or was snapshotted since the last Trim
 }
 
 func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, Facts) {
@@ -176,6 +178,7 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		panic("concurrent Run on one runner")
 	}
 	defer r.inRun.Add(-1)
+	r.used.Store(true)
 	n := r.f.running.Add(1)
 	defer r.f.running.Add(-1)
 	for {
@@ -287,6 +290,7 @@ func (r *fakeRunner) Snapshot(ctx context.Context) (Image, error) {
 	if r.open != nil {
 		return nil, fmt.Errorf("%w: a file is open", ErrNotSaveable)
 	}
+	r.used.Store(true)
 	vars := map[string]string{}
 	for k, v := range r.vars {
 		vars[k] = v
@@ -298,6 +302,23 @@ func (r *fakeRunner) Snapshot(ctx context.Context) (Image, error) {
 }
 
 func (r *fakeRunner) MemoryBytes() int64 { return 1 << 20 }
+
+// Trim frees fakeTrimBytes when the runner ran or was snapshotted since
+// its last Trim, as a worker does, and counts it in the factory's trims;
+// like a worker it leaves a runner in a Run, or closed, alone.
+func (r *fakeRunner) Trim() int64 {
+	if r.closed.Load() || r.inRun.Load() != 0 || !r.used.Swap(false) {
+		return 0
+	}
+	r.f.mu.Lock()
+	r.f.trims++
+	r.f.mu.Unlock()
+	return fakeTrimBytes
+}
+
+const fakeTrimBytes = 3 << 20
+
+var _ Trimmer = (*fakeRunner)(nil)
 
 func (r *fakeRunner) Close() error {
 	if r.closed.Swap(true) {

@@ -15,25 +15,71 @@ import (
 	"go.uber.org/zap"
 )
 
-// janitor hibernates workspaces idle for HibernateAfter and drops the state
-// of those idle for IdleTTL. It checks every quarter of the shorter of the
-// two (at least every second, at most every minute), so a workspace goes
-// within 1.25 times its delay.
+// TrimAfter is how long a workspace's live interpreters are idle before the
+// janitor trims them (Trimmer): they give back the base image pages
+// they only read, which the next call maps again. Long enough that the
+// calls of a burst never pay for that, short against HibernateAfter. See
+// RATIONALE.md, "Why are idle interpreters trimmed?".
+const TrimAfter = 30 * time.Second
+
+// janitor trims workspaces idle for TrimAfter, hibernates those idle for
+// HibernateAfter and drops the state of those idle for IdleTTL. It trims
+// every quarter of TrimAfter, and checks the other two every quarter of
+// the shorter of them (at least every second, at most every minute), so a
+// workspace goes within 1.25 times its delay.
 func (m *Manager) janitor() {
 	defer close(m.janitorDone)
 	d := m.cfg.HibernateAfter
 	if d == 0 || m.cfg.IdleTTL > 0 && m.cfg.IdleTTL < d {
 		d = m.cfg.IdleTTL
 	}
-	t := time.NewTicker(min(max(d/4, time.Second), time.Minute))
-	defer t.Stop()
+	var tidy <-chan time.Time // nil: neither is set
+	if d > 0 {
+		t := time.NewTicker(min(max(d/4, time.Second), time.Minute))
+		defer t.Stop()
+		tidy = t.C
+	}
+	trim := time.NewTicker(TrimAfter / 4)
+	defer trim.Stop()
 	for {
 		select {
 		case <-m.stop:
 			return
-		case now := <-t.C:
+		case now := <-tidy:
 			m.tidy(now)
+		case now := <-trim.C:
+			m.trimIdle(now)
 		}
+	}
+}
+
+// trimIdle trims the live interpreters of the workspaces idle since
+// TrimAfter before now. It does not take their turns: a turn would move
+// each workspace to the front of the idle roots (keepRootLocked) and make
+// a call that arrives wait for the trims of others. Trimmer.Trim never
+// waits and leaves a runner in a call alone, and a runner not used since
+// its last trim returns at once, so every idle one is asked each round.
+func (m *Manager) trimIdle(now time.Time) {
+	cutoff := now.Add(-TrimAfter)
+	var ts []Trimmer
+	m.mu.Lock()
+	for _, w := range m.wss {
+		if w.busy || w.lastUsed.After(cutoff) {
+			continue
+		}
+		for _, r := range w.runners {
+			if t, ok := r.(Trimmer); ok {
+				ts = append(ts, t)
+			}
+		}
+	}
+	m.mu.Unlock()
+	var freed int64
+	for _, t := range ts {
+		freed += t.Trim()
+	}
+	if freed > 0 {
+		m.log.Debug("trimmed idle interpreters", zap.Int64("bytes", freed))
 	}
 }
 

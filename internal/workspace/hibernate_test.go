@@ -19,16 +19,24 @@ import (
 	"execd/internal/worker"
 )
 
+// twoInterpreters is a Manager with the daemon's default HibernateAfter
+// (5 minutes) and one workspace that ran "set x js" in JavaScript and "set x
+// py" in Python. Call it inside the test's bubble.
+func twoInterpreters(t *testing.T) (*fakeFactory, *Manager) {
+	f := newFakeFactory("javascript", "python")
+	m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	runLang(t, m, "p", "w", "javascript", "set x js")
+	runLang(t, m, "p", "w", "python", "set x py")
+	return f, m
+}
+
 func TestHibernateAfterIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeFactory("javascript", "python")
-		m, err := NewManager(Config{DataDir: t.TempDir(), HibernateAfter: 5 * time.Minute}, f, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close(context.Background())
-		runLang(t, m, "p", "w", "javascript", "set x js")
-		runLang(t, m, "p", "w", "python", "set x py")
+		f, m := twoInterpreters(t)
 		time.Sleep(4 * time.Minute)
 		synctest.Wait()
 		if f.liveCount() != 2 {
@@ -435,4 +443,72 @@ func TestCapHoldsAgainOnceBusyWorkspacesAreIdle(t *testing.T) {
 	if out := run(t, m, "p", "a", "get k"); value(out.Result) != "a" || out.Result.Reset {
 		t.Fatalf("workspace a after hibernation: %q reset=%v", value(out.Result), out.Result.Reset)
 	}
+}
+
+func (f *fakeFactory) trimCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.trims
+}
+
+// TestTrimAfterIdle: with the daemon's defaults (hibernation after five
+// minutes), a workspace's live interpreters are trimmed once they have
+// been idle for TrimAfter, once per idle spell, and keep their state.
+func TestTrimAfterIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, m := twoInterpreters(t)
+		time.Sleep(TrimAfter * 2 / 3)
+		synctest.Wait()
+		if n := f.trimCount(); n != 0 {
+			t.Fatalf("%d trims before TrimAfter", n)
+		}
+		time.Sleep(TrimAfter)
+		synctest.Wait()
+		if n := f.trimCount(); n != 2 {
+			t.Fatalf("%d trims after TrimAfter, want one per interpreter", n)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n, live := f.trimCount(), f.liveCount(); n != 2 || live != 2 {
+			t.Fatalf("idle on: %d trims (want 2: nothing ran), %d live", n, live)
+		}
+		if out := runLang(t, m, "p", "w", "javascript", "get x"); value(out.Result) != "js" || out.Result.Reset || out.Restored {
+			t.Fatalf("after the trim: %+v", out)
+		}
+		time.Sleep(TrimAfter * 3 / 2)
+		synctest.Wait()
+		if n := f.trimCount(); n != 3 {
+			t.Fatalf("%d trims, want 3: the interpreter that ran again is trimmed again", n)
+		}
+	})
+}
+
+// TestTrimWithoutHibernation: trimming needs neither HibernateAfter nor
+// IdleTTL, and a call that runs longer than TrimAfter is not trimmed under
+// its feet; it is trimmed once idle after it.
+func TestTrimWithoutHibernation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeFactory()
+		m, err := NewManager(Config{DataDir: t.TempDir()}, f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close(context.Background())
+		run(t, m, "p", "w", "set x 1")
+		done := startWait(t, m, f, "p", "w", "long")
+		time.Sleep(3 * TrimAfter)
+		synctest.Wait()
+		if n := f.trimCount(); n != 0 {
+			t.Fatalf("%d trims during the call", n)
+		}
+		f.release <- struct{}{}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(TrimAfter * 3 / 2)
+		synctest.Wait()
+		if n := f.trimCount(); n != 1 {
+			t.Fatalf("%d trims after the call, want 1", n)
+		}
+	})
 }

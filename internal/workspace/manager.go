@@ -184,7 +184,8 @@ type Manager struct {
 	drainOnce   sync.Once
 }
 
-// NewManager creates the data directory and starts the janitor (when
+// NewManager creates the data directory and starts the janitor (which
+// trims idle interpreters, and hibernates and expires them when
 // HibernateAfter or IdleTTL is set) and a sweep of what interrupted writes
 // left on disk. Nothing on disk is read at start: workspaces and their
 // images are found when used. Close the Manager to stop it.
@@ -236,11 +237,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	if m.cfg.NewID == nil {
 		m.cfg.NewID = uuid.NewString
 	}
-	if cfg.HibernateAfter > 0 || cfg.IdleTTL > 0 {
-		go m.janitor()
-	} else {
-		close(m.janitorDone)
-	}
+	go m.janitor()
 	go m.shedder()
 	go func() {
 		defer close(m.sweepDone)

@@ -12,8 +12,8 @@ import (
 
 // Runner is one live interpreter of a workspace; cmd/execd adapts a
 // *worker.Worker to it. The Manager calls Run, Snapshot and Close from the
-// holder of the workspace's turn only, one at a time; MemoryBytes may be
-// called at any time.
+// holder of the workspace's turn only, one at a time; MemoryBytes (and
+// Trimmer.Trim) may be called at any time.
 type Runner interface {
 	// Run evaluates code as the next cell (worker.Worker.Run describes
 	// opts). The Facts say what became of the instance; the Manager
@@ -27,6 +27,20 @@ type Runner interface {
 	// MemoryBytes is the memory the interpreter holds now.
 	MemoryBytes() int64
 	Close() error
+}
+
+// Trimmer is a Runner that can give back what it holds only as a cache
+// while idle; the janitor trims the runners that implement it (see
+// TrimAfter).
+type Trimmer interface {
+	// Trim gives back what the idle interpreter holds only as a cache
+	// (for a worker: the page-table entries of base image pages it read
+	// but never wrote, worker.Worker.Trim) and returns the bytes its
+	// process's resident set shrank by. The interpreter's state is
+	// unchanged; its next Run may be a little slower. It never waits: a
+	// runner in a Run, Snapshot or Close, or closed, returns 0 at once. It
+	// is cheap when nothing ran since the last Trim.
+	Trim() (freed int64)
 }
 
 // Facts are what a Runner observed about its instance during one run.
