@@ -2,23 +2,28 @@ package worker
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-const (
-	pagemapPresent = 1 << 63
-	pagemapFile    = 1 << 61 // a file page or shared anonymous: not a private copy
-)
+// pagemapChunk is how many pagemap entries one read takes (32 KiB).
+const pagemapChunk = 4096
 
-// touchedPages reads /proc/self/pagemap for mem and returns its pages that
-// are resident, by whether they are the instance's own copies (written
-// since the base was mapped) or still the base's pages (only read).
+// touchedPages reads /proc/self/pagemap for mem (page aligned) and returns
+// its resident pages: those that are the instance's own copies (written
+// since the base was mapped) and those still the base's pages (only read);
+// see classify.
 func touchedPages(mem []byte) (pageRuns, error) {
 	var runs pageRuns
-	if len(mem) == 0 {
+	ps := uintptr(os.Getpagesize())
+	if ps != imagePage {
+		return runs, fmt.Errorf("page size %d, not %d", ps, imagePage)
+	}
+	pages := len(mem) / imagePage
+	if pages == 0 {
 		return runs, nil
 	}
 	f, err := os.Open("/proc/self/pagemap")
@@ -26,32 +31,18 @@ func touchedPages(mem []byte) (pageRuns, error) {
 		return runs, err
 	}
 	defer f.Close()
-	ps := uintptr(unix.Getpagesize())
-	if ps != imagePage {
-		return runs, nil // the runs are in image pages; other page sizes are not learned
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
-	n := len(mem) / imagePage
-	buf := make([]byte, 8*n)
-	if _, err := f.ReadAt(buf, int64(start/ps*8)); err != nil {
-		return runs, err
-	}
-	add := func(list *[]pageRun, p uint32) {
-		if l := len(*list); l > 0 && (*list)[l-1].first+(*list)[l-1].count == p {
-			(*list)[l-1].count++
-			return
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(mem))) / ps
+	buf := make([]byte, 8*min(pages, pagemapChunk))
+	entries := make([]uint64, min(pages, pagemapChunk))
+	for p := 0; p < pages; p += pagemapChunk {
+		k := min(pages-p, pagemapChunk)
+		if _, err := f.ReadAt(buf[:8*k], int64((start+uintptr(p))*8)); err != nil {
+			return runs, fmt.Errorf("read /proc/self/pagemap: %w", err)
 		}
-		*list = append(*list, pageRun{first: p, count: 1})
-	}
-	for i := range n {
-		e := binary.LittleEndian.Uint64(buf[8*i:])
-		switch {
-		case e&pagemapPresent == 0:
-		case e&pagemapFile == 0:
-			add(&runs.written, uint32(i))
-		default:
-			add(&runs.read, uint32(i))
+		for i := range entries[:k] {
+			entries[i] = binary.NativeEndian.Uint64(buf[8*i:])
 		}
+		runs.add(uint32(p), entries[:k])
 	}
 	return runs, nil
 }
@@ -62,10 +53,7 @@ func prefault(mem []byte, runs pageRuns) {
 	apply := func(list []pageRun, advice int) {
 		for _, r := range list {
 			from, to := int(r.first)*imagePage, int(r.first+r.count)*imagePage
-			if to > len(mem) {
-				return
-			}
-			if unix.Madvise(mem[from:to], advice) != nil {
+			if to > len(mem) || unix.Madvise(mem[from:to], advice) != nil {
 				return
 			}
 		}

@@ -19,33 +19,42 @@ const (
 	pmFile    = 1 << 61 // the page is a file page or shared anonymous memory
 )
 
-// unwrittenBasePage reports whether the pagemap entry e, of a page of a
-// private mapping of the base image, is the base's own page: present and
-// a file page. A page the guest wrote is a private anonymous copy (file
-// bit clear), a page it never touched is not present, and a swapped
-// private page is a swap entry: dropping the entry of any of those would
-// lose what it holds or gain nothing, so only these are dropped.
-func unwrittenBasePage(e uint64) bool {
-	return e&(pmPresent|pmSwapped|pmFile) == pmPresent|pmFile
+// A resident page of a private mapping of the base image is one of:
+const (
+	pageUntouched = iota // not present, or swapped out (a swap entry is never present)
+	pageWritten          // a private anonymous copy (or the shared zero page beyond the base)
+	pageRead             // present and a file page: the base's own page, only read
+)
+
+// classify says which kind of page the pagemap entry e is. Only pageRead
+// entries may be dropped (trimBase): dropping a written page's entry
+// would lose what it holds; an untouched one has nothing to drop.
+func classify(e uint64) int {
+	switch {
+	case e&pmPresent == 0 || e&pmSwapped != 0:
+		return pageUntouched
+	case e&pmFile == 0:
+		return pageWritten
+	}
+	return pageRead
 }
 
-// runsOf calls drop(first, n) for every maximal run of n consecutive
-// entries, from index first on, that unwrittenBasePage accepts.
-func runsOf(entries []uint64, drop func(first, n int) error) error {
-	first := -1
+// add appends the pages of entries, the pagemap entries of pages first
+// on, to runs, joining runs of consecutive pages of one kind.
+func (runs *pageRuns) add(first uint32, entries []uint64) {
+	join := func(list *[]pageRun, p uint32) {
+		if l := len(*list); l > 0 && (*list)[l-1].first+(*list)[l-1].count == p {
+			(*list)[l-1].count++
+			return
+		}
+		*list = append(*list, pageRun{first: p, count: 1})
+	}
 	for i, e := range entries {
-		switch {
-		case unwrittenBasePage(e) && first < 0:
-			first = i
-		case !unwrittenBasePage(e) && first >= 0:
-			if err := drop(first, i-first); err != nil {
-				return err
-			}
-			first = -1
+		switch classify(e) {
+		case pageWritten:
+			join(&runs.written, first+uint32(i))
+		case pageRead:
+			join(&runs.read, first+uint32(i))
 		}
 	}
-	if first >= 0 {
-		return drop(first, len(entries)-first)
-	}
-	return nil
 }

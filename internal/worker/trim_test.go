@@ -14,20 +14,20 @@ import (
 	"unsafe"
 )
 
-func TestRunsOf(t *testing.T) {
+func TestPageRuns(t *testing.T) {
 	const (
 		base = pmPresent | pmFile // an unwritten base page
 		anon = pmPresent          // a private copy, or the zero page
 		swap = pmSwapped
 	)
-	entries := []uint64{base, base, anon, 0, base, swap, swap | pmFile, base | 0x1234, base, pmFile, base}
-	var got [][2]int
-	if err := runsOf(entries, func(first, n int) error { got = append(got, [2]int{first, n}); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	want := [][2]int{{0, 2}, {4, 1}, {7, 2}, {10, 1}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("runs %v, want %v", got, want)
+	entries := []uint64{base, base, anon, swap, base, base, base, base | 0x1234, base, swap | pmFile, base, anon, anon, 0, pmFile}
+	var runs pageRuns
+	runs.add(0, entries[:6])
+	runs.add(6, entries[6:]) // the run from page 4 goes on across the two reads
+	wantRead := []pageRun{{0, 2}, {4, 5}, {10, 1}}
+	wantWritten := []pageRun{{2, 1}, {11, 2}}
+	if !slices.Equal(runs.read, wantRead) || !slices.Equal(runs.written, wantWritten) {
+		t.Fatalf("read runs %v, written %v; want %v, %v", runs.read, runs.written, wantRead, wantWritten)
 	}
 }
 
