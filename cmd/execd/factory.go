@@ -63,6 +63,10 @@ func (f engineFactory) Restore(ctx context.Context, img workspace.Image, fsys sy
 // worker's facts about its instance, Snapshot the registry's Image.
 type workerRunner struct{ *worker.Worker }
 
+// Idle workers are trimmed (workspace.TrimAfter): the adapter must keep
+// Worker's Trim.
+var _ workspace.Trimmer = workerRunner{}
+
 func (r workerRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, workspace.Facts) {
 	res := r.Worker.Run(ctx, code, opts)
 	facts := workspace.Facts{Fresh: res.FreshInstance, BudgetExceeded: res.BudgetExceeded}
