@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
@@ -39,6 +40,25 @@ func BenchmarkQuotaWrite(b *testing.B) {
 	for b.Loop() {
 		if _, errno := f.Pwrite(buf, 0); errno != 0 {
 			b.Fatal(errno)
+		}
+	}
+}
+
+// BenchmarkNewWorkspace measures the Manager's own cost of a new
+// workspace's first run (its directories, its note; the interpreter is a
+// fake): run it with TMPDIR on the file system data_dir will be on.
+func BenchmarkNewWorkspace(b *testing.B) {
+	m, err := NewManager(Config{DataDir: b.TempDir(), MaxWorkspaces: 1 << 20}, newFakeFactory(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	i := 0
+	for b.Loop() {
+		i++
+		req := Request{Principal: "p", Workspace: "w" + strconv.Itoa(i), Language: "js", Code: "set x 1"}
+		if _, err := m.Run(context.Background(), req); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
