@@ -184,17 +184,25 @@ func TestImageRandomState(t *testing.T) {
 			if c1 == c2 || c1 == a {
 				t.Errorf("clones drew %s and %s (continuation %s); want each its own", c1, c2, a)
 			}
-			n1 := langWorker(t, e, lang, WorkerOptions{})
-			n2 := langWorker(t, e, lang, WorkerOptions{})
-			if rc.setup != "" {
-				mustRun(t, n1, rc.setup, StatusOK)
-				mustRun(t, n2, rc.setup, StatusOK)
-			}
-			if x, y := value(mustRun(t, n1, rc.draw, StatusOK)), value(mustRun(t, n2, rc.draw, StatusOK)); x == y {
+			if x, y := twoNewDraws(t, e, lang); x == y {
 				t.Errorf("two new workers drew the same %s", x)
 			}
 		})
 	}
+}
+
+// twoNewDraws is what two new workers of lang draw first from their
+// random generators.
+func twoNewDraws(t *testing.T, e *Engine, lang string) (string, string) {
+	t.Helper()
+	rc := randomCode[lang]
+	n1 := langWorker(t, e, lang, WorkerOptions{})
+	n2 := langWorker(t, e, lang, WorkerOptions{})
+	if rc.setup != "" {
+		mustRun(t, n1, rc.setup, StatusOK)
+		mustRun(t, n2, rc.setup, StatusOK)
+	}
+	return value(mustRun(t, n1, rc.draw, StatusOK)), value(mustRun(t, n2, rc.draw, StatusOK))
 }
 
 // The guest's monotonic clock goes on from the image's reading, even in an

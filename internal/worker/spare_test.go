@@ -59,7 +59,7 @@ func TestSparesServeNewWorkers(t *testing.T) {
 	e := spareEngine(t, 2)
 	for _, lang := range e.Languages() {
 		t.Run(lang, func(t *testing.T) {
-			sc, rc := stateCode[lang], randomCode[lang]
+			sc := stateCode[lang]
 			spares := spareSet(e, lang)
 			w := langWorker(t, e, lang, WorkerOptions{})
 			if !spares[instanceOf(w)] {
@@ -77,13 +77,7 @@ func TestSparesServeNewWorkers(t *testing.T) {
 			}
 
 			waitSpares(t, e, lang, 2)
-			n1 := langWorker(t, e, lang, WorkerOptions{})
-			n2 := langWorker(t, e, lang, WorkerOptions{})
-			if rc.setup != "" {
-				mustRun(t, n1, rc.setup, StatusOK)
-				mustRun(t, n2, rc.setup, StatusOK)
-			}
-			if x, y := value(mustRun(t, n1, rc.draw, StatusOK)), value(mustRun(t, n2, rc.draw, StatusOK)); x == y {
+			if x, y := twoNewDraws(t, e, lang); x == y {
 				t.Errorf("two workers made from spares drew the same %s", x)
 			}
 		})
