@@ -158,6 +158,9 @@ type Engine struct {
 	closed  bool
 
 	abandoned atomic.Int64 // guest calls the hard kill could not stop, still running
+
+	spareBuild sync.Mutex   // held while a spare is built (spare.go)
+	spills     atomic.Int64 // spills so far: a build that saw one gives up
 }
 
 // guest is one language's module. Its fields after ready are set by the

@@ -263,7 +263,10 @@ func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *b
 	}
 	if img.memSize > m0 {
 		if _, ok := inst.mod.Memory().Grow(uint32((img.memSize - m0) >> 16)); !ok {
-			err := e.budget.check(int64(img.memSize - m0))
+			var err error
+			if !spare { // a spare gives way without spilling the others (and holds spareBuild)
+				err = e.budget.check(int64(img.memSize - m0))
+			}
 			if err == nil { // room was made after the growth failed
 				err = fmt.Errorf("%w: the growth to %d MiB was refused", ErrMemoryBudget, img.memSize>>20)
 			}

@@ -22,8 +22,9 @@ type budget struct {
 	limit   int64 // bytes
 	used    atomic.Int64
 	reclaim atomic.Pointer[func(need int64) int64] // Engine.SetReclaim
-	// spill closes the spare instances (spare.go) and returns the bytes
-	// they held: spares give way before anything else does. Set before
+	// spill closes the spare instances (spare.go), and waits for one
+	// being built to give up, and returns the bytes that freed: spares
+	// give way before anything else does. Set before
 	// the first instance; nil in tests of the budget alone.
 	spill func() int64
 }
@@ -36,8 +37,11 @@ func (b *budget) grow(n int64) bool {
 	if b.take(n, false) {
 		return true
 	}
-	if b.spill != nil && b.spill() > 0 && b.take(n, false) {
-		return true
+	if b.spill != nil {
+		b.spill()
+		if b.take(n, false) {
+			return true
+		}
 	}
 	if f := b.reclaim.Load(); f != nil && (*f)(n) > 0 {
 		return b.take(n, false)

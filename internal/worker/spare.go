@@ -162,25 +162,9 @@ func (e *Engine) keepSpares(g *guest) {
 			inst.close()
 		}
 	}()
-	var hot pageRuns
-	learned := false
+	var hot *pageRuns
 	for {
-		for g.spares.len() < e.cfg.SpareInstances && e.roomForSpare(g) {
-			if !learned {
-				hot, learned = e.learnFirstCall(g), true
-			}
-			inst, err := e.restoreInstance(e.bg, g, g.base.img, g.base, WorkerOptions{}, true, true)
-			if err != nil {
-				if e.bg.Err() == nil {
-					e.log.Debug("spare instance", zap.String("language", g.lang), zap.Error(err))
-				}
-				break
-			}
-			prefault(inst.mem.bytes(), hot)
-			if !g.spares.put(inst) {
-				inst.close()
-				return
-			}
+		for g.spares.len() < e.cfg.SpareInstances && e.buildSpare(g, &hot) {
 		}
 		select {
 		case <-g.spares.kick:
@@ -190,6 +174,40 @@ func (e *Engine) keepSpares(g *guest) {
 	}
 }
 
+// buildSpare makes one spare of g and puts it in the pool, learning the
+// pages of a first call before the first. It holds spareBuild throughout
+// and gives up what it made when a spill happened meanwhile, so that
+// memory a spill was asked for is never held by a spare being built. It
+// reports whether it added one.
+func (e *Engine) buildSpare(g *guest, hot **pageRuns) bool {
+	e.spareBuild.Lock()
+	defer e.spareBuild.Unlock()
+	gen := e.spills.Load()
+	if e.bg.Err() != nil || !e.roomForSpare(g) {
+		return false
+	}
+	if *hot == nil {
+		runs := e.learnFirstCall(g)
+		*hot = &runs
+		if e.spills.Load() != gen {
+			return false
+		}
+	}
+	inst, err := e.restoreInstance(e.bg, g, g.base.img, g.base, WorkerOptions{}, true, true)
+	if err != nil {
+		if e.bg.Err() == nil {
+			e.log.Debug("spare instance", zap.String("language", g.lang), zap.Error(err))
+		}
+		return false
+	}
+	prefault(inst.mem.bytes(), **hot)
+	if e.spills.Load() != gen || !g.spares.put(inst) {
+		inst.close()
+		return false
+	}
+	return true
+}
+
 // roomForSpare reports whether the budget holds a spare of g and, beside
 // it, one more interpreter the size of g's base image.
 func (e *Engine) roomForSpare(g *guest) bool {
@@ -197,15 +215,24 @@ func (e *Engine) roomForSpare(g *guest) bool {
 	return e.budget.used.Load()+need <= e.budget.limit
 }
 
-// spill closes every guest's spares and returns the bytes they held (the
-// budget's spill hook). The pools fill again as spares are taken.
+// spill closes every guest's spares (the budget's spill hook): it waits
+// for a spare being built, which then gives up what it made, drops the
+// requests to refill that are pending (the pools fill again at the next
+// take, after the memory was had), and closes the pools' spares. It
+// returns the bytes the budget got back meanwhile.
 func (e *Engine) spill() int64 {
-	var freed int64
+	before := e.budget.used.Load()
+	e.spills.Add(1)
+	e.spareBuild.Lock() // waits for the build in progress
+	defer e.spareBuild.Unlock()
 	for _, g := range e.guests {
+		select {
+		case <-g.spares.kick:
+		default:
+		}
 		for _, inst := range g.spares.drain(false) {
-			freed += int64(inst.mem.size.Load())
 			inst.close()
 		}
 	}
-	return freed
+	return max(before-e.budget.used.Load(), 0)
 }

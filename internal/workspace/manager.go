@@ -648,10 +648,10 @@ func prepareDirs(dir, state string, langs []string) error {
 		err = os.MkdirAll(dir, 0o700)
 	}
 	if err == nil {
-		if err := os.Mkdir(state, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+		if os.Mkdir(state, 0o700) == nil {
 			return nil
 		}
-		return os.MkdirAll(state, 0o700)
+		return os.MkdirAll(state, 0o700) // the principal's first, or a state path that is not a directory
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return err
