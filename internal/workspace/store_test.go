@@ -182,3 +182,40 @@ func TestNotes(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", left)
 	}
 }
+
+// A workspace's directories are made when missing; a path in their place
+// that is not a directory is an error, not a workspace without state.
+func TestPrepareDirs(t *testing.T) {
+	root := t.TempDir()
+	dir, state := filepath.Join(root, "p", "w"), filepath.Join(root, "p", stateDirName, "w")
+	if err := prepareDirs(dir, state, []string{"js"}); err != nil {
+		t.Fatalf("a principal's first workspace: %v", err)
+	}
+	for _, d := range []string{dir, state} {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			t.Fatalf("%s: %v; want a directory", d, err)
+		}
+	}
+	if n := readNote(state, "js"); n != noteNone {
+		t.Errorf("a new workspace's note: %q; want none", n)
+	}
+	// A files directory without a state directory: the state was lost.
+	os.RemoveAll(state)
+	if err := prepareDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != note(ReasonRestarted) {
+		t.Errorf("files without state: %v, note %q; want restarted", err, readNote(state, "js"))
+	}
+	dir2, state2 := filepath.Join(root, "p", "w2"), filepath.Join(root, "p", stateDirName, "w2")
+	if err := os.WriteFile(state2, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareDirs(dir2, state2, []string{"js"}); err == nil {
+		t.Error("a state path that is a file was accepted")
+	}
+	dir3 := filepath.Join(root, "p", "w3")
+	if err := os.WriteFile(dir3, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareDirs(dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
+		t.Error("a files path that is a file was accepted")
+	}
+}
