@@ -201,6 +201,13 @@ func (e *Engine) buildSpare(g *guest, hot **pageRuns) bool {
 		return false
 	}
 	prefault(inst.mem.bytes(), **hot)
+	return e.keepSpare(g, inst, gen)
+}
+
+// keepSpare puts inst, a spare whose build began at spill generation gen,
+// in g's pool, or closes it when a spill happened since (or the pool is
+// closed) and reports false.
+func (e *Engine) keepSpare(g *guest, inst *instance, gen int64) bool {
 	if e.spills.Load() != gen || !g.spares.put(inst) {
 		inst.close()
 		return false

@@ -178,3 +178,37 @@ func pages(runs []pageRun) int {
 	}
 	return n
 }
+
+// A spare whose build began before a spill is not kept: the memory the
+// spill was asked for is not held by it afterwards.
+func TestSpareBuiltAcrossASpillIsGivenUp(t *testing.T) {
+	t.Parallel()
+	e := spareEngine(t, 1)
+	lang := e.Languages()[0]
+	g := e.guests[lang]
+	e.spill()
+	if e.MemoryBytes() != 0 {
+		t.Fatalf("after the spill the engine holds %d bytes; want 0", e.MemoryBytes())
+	}
+	e.spareBuild.Lock() // keepSpares must not build meanwhile
+	defer e.spareBuild.Unlock()
+	gen := e.spills.Load()
+	inst, err := e.restoreInstance(context.Background(), g, g.base.img, g.base, WorkerOptions{}, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.spills.Add(1) // what spill does first, while this build runs
+	if e.keepSpare(g, inst, gen) {
+		t.Fatal("a spare built across a spill was kept")
+	}
+	if n, held := g.spares.len(), e.MemoryBytes(); n != 0 || held != 0 {
+		t.Errorf("%d spares, %d bytes held after the build gave up; want 0, 0", n, held)
+	}
+	inst2, err := e.restoreInstance(context.Background(), g, g.base.img, g.base, WorkerOptions{}, true, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.keepSpare(g, inst2, e.spills.Load()) || g.spares.len() != 1 {
+		t.Error("a spare built without a spill was not kept")
+	}
+}
