@@ -57,9 +57,9 @@ type Config struct {
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
 	PythonPreload []string
-	// SpareInstances is how many blank instances of each guest are kept
-	// made ahead of need, so that a new or restored worker does not wait
-	// for wazero to instantiate one (spare.go); 0 means none.
+	// SpareInstances is how many clones of each guest's base image are
+	// kept made ahead of need, so that a new worker does not wait for one
+	// to be instantiated and reseeded (spare.go); 0 means none.
 	SpareInstances int
 	// Observer is told of every soft interrupt and hard kill (observe.go).
 	// Nil means nothing is observed.
@@ -176,7 +176,7 @@ type guest struct {
 	reseed  bool  // exports execd_reseed
 	base    *base // the base image new workers are cloned from; nil: they initialise from scratch
 	compile time.Duration
-	spares  *spares // blank instances made ahead of need (spare.go)
+	spares  *spares // clones of base made ahead of need (spare.go)
 
 	basesMu sync.Mutex
 	bases   map[[32]byte]*baseSlot // by initParams.key: the current base, and others Restore needed

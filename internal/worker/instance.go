@@ -31,7 +31,7 @@ type instance struct {
 	parent         *base // the base image its memory derives from; nil: zero memory
 	init           initParams
 	calls          atomic.Int32 // host and guest code using mod's memory (enter)
-	spare          bool         // made ahead of need (spare.go): its memory never reclaims
+	spare          bool         // made for the spare pool (spare.go): its memory is made noReclaim
 	refill         *spares      // taken from this pool, which waits for its first call to refill
 }
 

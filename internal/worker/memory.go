@@ -22,11 +22,10 @@ type budget struct {
 	limit   int64 // bytes
 	used    atomic.Int64
 	reclaim atomic.Pointer[func(need int64) int64] // Engine.SetReclaim
-	// spill closes the spare instances (spare.go), and waits for one
-	// being built to give up, and returns the bytes that freed: spares
-	// give way before anything else does. Set before
-	// the first instance; nil in tests of the budget alone.
-	spill func() int64
+	// spill closes the spare instances (spare.go) and waits for one being
+	// built to give up: spares give way before anything else does. Set
+	// before the first instance; nil in tests of the budget alone.
+	spill func()
 }
 
 // grow reserves n bytes for a running guest's growth. When they do not fit,

@@ -148,7 +148,6 @@ func (e *Engine) takeSpare(g *guest, opts WorkerOptions) *instance {
 	// and wazero opens a mount on first use: from its first call on, the
 	// guest's /workspace is the worker's own.
 	inst.workspace.FS = workspaceFS(opts)
-	inst.spare = false
 	inst.mem.noReclaim = false
 	return inst
 }
@@ -225,10 +224,8 @@ func (e *Engine) roomForSpare(g *guest) bool {
 // spill closes every guest's spares (the budget's spill hook): it waits
 // for a spare being built, which then gives up what it made, drops the
 // requests to refill that are pending (the pools fill again at the next
-// take, after the memory was had), and closes the pools' spares. It
-// returns the bytes the budget got back meanwhile.
-func (e *Engine) spill() int64 {
-	before := e.budget.used.Load()
+// take, after the memory was had), and closes the pools' spares.
+func (e *Engine) spill() {
 	e.spills.Add(1)
 	e.spareBuild.Lock() // waits for the build in progress
 	defer e.spareBuild.Unlock()
@@ -241,5 +238,4 @@ func (e *Engine) spill() int64 {
 			inst.close()
 		}
 	}
-	return max(before-e.budget.used.Load(), 0)
 }
