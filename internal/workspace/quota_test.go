@@ -478,12 +478,17 @@ func TestIdleFSHoldsNoDescriptors(t *testing.T) {
 		}
 		f := mustOpen(t, q, "x", rw)
 		f.Close()
-		if got := openFDs(t) - base; got < 1 {
-			t.Fatalf("in a turn: %d descriptors; the root should be open", got)
-		}
+		// Measured across the Release, so that a descriptor another part
+		// of the process closes meanwhile cannot hide the root.
+		inTurn := openFDs(t)
 		q.Release()
+		if got := inTurn - openFDs(t); got < 1 {
+			t.Fatalf("the release closed %d descriptors; the root should have been open in the turn", got)
+		}
 	}
-	if got := openFDs(t) - base; got != 0 {
+	// Other descriptors of the process may close meanwhile; none may be
+	// left open by these.
+	if got := openFDs(t) - base; got > 0 {
 		t.Errorf("20 idle file systems hold %d descriptors, want 0", got)
 	}
 	for _, q := range all {
