@@ -6,7 +6,9 @@
 # 127.0.0.1 ports; runs interleaved rounds of execd execute_code `1+1` against
 # the peer's echo at 1, 8 and 64 clients in both eras, 8 clients on one
 # workspace, the cancellation scenario, and execd's RSS with 1, 100 and 1000
-# idle workspaces; prints the table of medians (see BENCHMARKS.md).
+# idle workspaces; prints the table of medians (see BENCHMARKS.md), with each
+# server's CPU time per call, the load tool's, and the share of the machine
+# the hypervisor stole meanwhile.
 #
 # Knobs (environment): ROUNDS (3), DURATION per run (3s), CANCELS per run (20),
 # IDLE_STEPS (1,100,1000), OUT (a directory to keep logs and raw results).

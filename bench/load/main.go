@@ -232,9 +232,12 @@ func runLoad(o options) (summary, error) {
 		return summary{}, e
 	}
 
+	before := readCPU(o.pid)
 	res := measure(ctx, o, clients, o.code, func(i int) string { return o.workspace(i) })
+	after := readCPU(o.pid)
 	s := o.base()
 	s.fill(res)
+	s.setCPU(before, after)
 	return s, nil
 }
 

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +39,14 @@ type summary struct {
 	Frames     int            `json:"frames,omitempty"`
 	SSE        int            `json:"sse,omitempty"`
 	RSSKiB     int64          `json:"rssKiB,omitempty"`
+
+	// load scenario, with -pid: the server's CPU time per measured call,
+	// its own and this tool's share of the machine, and the share the
+	// hypervisor took (steal), which slows a run without any of its code
+	// changing.
+	ServerCPUUsPerCall float64 `json:"serverCpuUsPerCall,omitempty"`
+	LoadCPUUsPerCall   float64 `json:"loadCpuUsPerCall,omitempty"`
+	StealPct           float64 `json:"stealPct,omitempty"`
 
 	// cancel scenario
 	Resets           int     `json:"resets,omitempty"`
@@ -122,6 +132,9 @@ func (s summary) print(w io.Writer) {
 		fmt.Fprintf(w, "  [%s: %d]", k, v)
 	}
 	fmt.Fprintln(w)
+	if s.ServerCPUUsPerCall > 0 {
+		fmt.Fprintf(w, "  CPU per call: server %.0f µs, load tool %.0f µs;  steal %.1f %% of the machine\n", s.ServerCPUUsPerCall, s.LoadCPUUsPerCall, s.StealPct)
+	}
 	if s.RSSKiB > 0 && s.Scenario != "idle" {
 		fmt.Fprintf(w, "  server VmRSS %.1f MiB\n", float64(s.RSSKiB)/1024)
 	}
@@ -195,6 +208,42 @@ func printReport(w io.Writer, path string) error {
 		return fmt.Sprintf("%.0f", med(ss, func(s summary) float64 { return s.RPS }))
 	}
 
+	// CPU per call and steal are medians over the runs that measured them.
+	measured := func(ss []summary) []summary {
+		var m []summary
+		for _, s := range ss {
+			if s.ServerCPUUsPerCall > 0 {
+				m = append(m, s)
+			}
+		}
+		return m
+	}
+	usPerCall := func(ss []summary, f func(summary) float64) string {
+		if ss = measured(ss); len(ss) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", med(ss, f))
+	}
+	cpu := func(e, p []summary) string {
+		server := func(s summary) float64 { return s.ServerCPUUsPerCall }
+		self := func(s summary) float64 { return s.LoadCPUUsPerCall }
+		out := usPerCall(e, server) + " / " + usPerCall(p, server) + "; " + usPerCall(e, self) + " / " + usPerCall(p, self)
+		// The throughput ratio a machine that gave both runs the same
+		// CPU would show: the peer's CPU per call over execd's, the load
+		// tool's included (it shares the machine).
+		both := func(s summary) float64 { return s.ServerCPUUsPerCall + s.LoadCPUUsPerCall }
+		if me, mp := measured(e), measured(p); len(me) > 0 && len(mp) > 0 {
+			out += fmt.Sprintf(" (%.2f×)", med(mp, both)/med(me, both))
+		}
+		return out
+	}
+	steal := func(ss []summary) string {
+		if ss = measured(ss); len(ss) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f %% (max %.1f %%)", med(ss, func(s summary) float64 { return s.StealPct }), slices.MaxFunc(ss, func(a, b summary) int { return cmp.Compare(a.StealPct, b.StealPct) }).StealPct)
+	}
+
 	var load, cancel, idle []string
 	for _, l := range labels {
 		switch {
@@ -207,8 +256,8 @@ func printReport(w io.Writer, path string) error {
 		}
 	}
 	if len(load) > 0 {
-		fmt.Fprintln(w, "| scenario | rounds | execd req/s | peer req/s | execd/peer | execd p50/p90/p99/max ms | peer p50/p90/p99/max ms | errors execd/peer |")
-		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+		fmt.Fprintln(w, "| scenario | rounds | execd req/s | peer req/s | execd/peer | execd p50/p90/p99/max ms | peer p50/p90/p99/max ms | CPU µs per call: server execd/peer; load tool execd/peer (CPU ratio) | steal | errors execd/peer |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, l := range load {
 			e, p := groups[key{l, "execd"}], groups[key{l, "peer"}]
 			ratio := "–"
@@ -222,7 +271,8 @@ func printReport(w io.Writer, path string) error {
 			if len(p) > 0 {
 				perr = strconv.Itoa(errs(p))
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %d/%s |\n", l, max(len(e), len(p)), rps(e), rps(p), ratio, lats(e), lats(p), errs(e), perr)
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d/%s |\n", l, max(len(e), len(p)), rps(e), rps(p), ratio, lats(e), lats(p),
+				cpu(e, p), steal(append(append([]summary(nil), e...), p...)), errs(e), perr)
 		}
 		fmt.Fprintln(w)
 	}
