@@ -156,6 +156,10 @@ type Engine struct {
 
 	closeMu sync.Mutex
 	closed  bool
+	// open is held, for reading, by the work that reads an instance's
+	// memory or a base image outside a guest call (a snapshot, a trim);
+	// Close takes it before it frees them. See hold.
+	open sync.RWMutex
 
 	abandoned atomic.Int64 // guest calls the hard kill could not stop, still running
 
@@ -494,9 +498,28 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
+// hold keeps the engine from freeing instances' memory and the base
+// images until release, for work that reads them outside a guest call. A
+// guest call needs no hold: wazero leaves a memory in use mapped when it
+// closes the module (see linearMemory.Free). hold never waits: it fails
+// once Close has begun, and Close waits for the holds taken before.
+func (e *Engine) hold() bool {
+	if !e.open.TryRLock() { // Close has begun
+		return false
+	}
+	if e.isClosed() {
+		e.open.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (e *Engine) release() { e.open.RUnlock() }
+
 // Close stops the background work (waiting for a compilation in progress),
 // closes the runtime, every instance of every worker, the base images and
-// the compilation cache. It is idempotent.
+// the compilation cache. It waits for snapshots and trims in progress,
+// and none starts after it has begun. It is idempotent.
 func (e *Engine) Close(ctx context.Context) error {
 	e.closeMu.Lock()
 	if e.closed {
@@ -505,6 +528,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
+	e.open.Lock()
+	defer e.open.Unlock()
 	if e.stopBg != nil {
 		e.stopBg()
 		e.wg.Wait()

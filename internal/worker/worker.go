@@ -70,7 +70,8 @@ func (w *Worker) MemoryBytes() int64 {
 
 // Snapshot images the worker's interpreter between runs (it waits for a
 // Run in progress). Its errors wrap ErrNotSnapshottable when there is
-// nothing to image or the image would be incomplete: the worker is closed,
+// nothing to image or the image would be incomplete: the worker or its
+// engine is closed (a Close of the engine waits for a Snapshot in progress),
 // its instance was discarded and not replaced yet, the guest holds files
 // open (their descriptors live on the host, see openFiles), or the guest's
 // state is not only memory and globals.
@@ -91,6 +92,10 @@ func (w *Worker) Snapshot(ctx context.Context) (*Image, error) {
 	if n := w.inst.files.count(); n > 0 {
 		return nil, fmt.Errorf("%w: the guest holds %d file(s) open", ErrNotSnapshottable, n)
 	}
+	if !w.e.hold() {
+		return nil, fmt.Errorf("%w: the worker is closed", ErrNotSnapshottable)
+	}
+	defer w.e.release()
 	if !w.inst.enter() {
 		return nil, fmt.Errorf("%w: the instance is closed", ErrNotSnapshottable)
 	}
@@ -116,9 +121,13 @@ func (w *Worker) Trim() (freed int64) {
 		return 0
 	}
 	defer w.mu.Unlock()
-	if w.closed || w.e.isClosed() || w.inst == nil || !w.touched || w.inst.parent == nil {
+	if w.closed || w.inst == nil || !w.touched || w.inst.parent == nil {
 		return 0
 	}
+	if !w.e.hold() { // the engine is closing: its memory may go meanwhile
+		return 0
+	}
+	defer w.e.release()
 	if !w.inst.enter() {
 		return 0
 	}
