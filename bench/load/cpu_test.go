@@ -36,8 +36,9 @@ func TestCPUPerCallOfThisProcess(t *testing.T) {
 	s := summary{N: 1000}
 	s.setCPU(a, b)
 	// In /proc's ticks of 10 ms, over 1000 calls: getrusage's figure in µs
-	// per call within three ticks either side (each of utime and stime is rounded down). The server is this process,
-	// so the tool's figure is the same.
+	// per call within three ticks either side (each of utime and stime is
+	// rounded down). The server is this process, so the tool's figure is
+	// the same.
 	want := float64((r1-r0)/time.Microsecond) / 1000
 	if s.ServerCPUUsPerCall < want-30 || s.ServerCPUUsPerCall > want+30 || s.LoadCPUUsPerCall != s.ServerCPUUsPerCall {
 		t.Errorf("server %.0f µs, load %.0f µs per call; getrusage says %.0f", s.ServerCPUUsPerCall, s.LoadCPUUsPerCall, want)
