@@ -23,7 +23,7 @@ const (
 // newFixtureServer is the fixture server's front end, as main builds it.
 func newFixtureServer(t *testing.T) *frontend.Server {
 	t.Helper()
-	s, err := frontend.New(frontend.Options{Executor: noCode{}, Languages: []string{"javascript", "python"}, Listen: "127.0.0.1:0", Extensions: extensions()})
+	s, err := newServer(frontend.Options{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

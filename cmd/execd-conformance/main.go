@@ -1,8 +1,8 @@
 // Command execd-conformance serves execd's MCP front end with the fixtures
 // of the official conformance suites (@modelcontextprotocol/conformance):
 // the test_* tools, prompts and resources the scenarios call, registered
-// through frontend.Extensions beside execd's own tools, which stay first in
-// tools/list (the header scenarios call the first listed tool). It runs no
+// on the engine through the same API as execd's own tools, which stay
+// first in tools/list (the header scenarios call the first listed tool). It runs no
 // code: execute_code answers every call that reaches the executor with an
 // isError result, which is all the suites ask of it.
 //
@@ -23,9 +23,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"execd/internal/frontend"
+	"execd/internal/tools"
 	"execd/internal/workspace"
 )
 
@@ -42,14 +44,7 @@ func main() {
 
 func run(listen string, log *zap.Logger) int {
 	defer func() { _ = log.Sync() }()
-	srv, err := frontend.New(frontend.Options{
-		Executor:   noCode{},
-		Languages:  []string{"javascript", "python"},
-		Version:    "conformance",
-		Logger:     log,
-		Listen:     listen,
-		Extensions: extensions(),
-	})
+	srv, err := newServer(frontend.Options{Version: "conformance", Logger: log, Listen: listen})
 	if err != nil {
 		log.Error("front end", zap.Error(err))
 		return 1
@@ -82,15 +77,27 @@ func run(listen string, log *zap.Logger) int {
 	return 0
 }
 
-// extensions are the fixtures (protocol scenarios and their expected
-// answers are those of the conformance suites' server scenarios).
-func extensions() *frontend.Extensions {
-	return &frontend.Extensions{
-		Tools:       fixtureTools(),
-		Prompts:     &frontend.Prompts{List: fixturePrompts(), Get: getPrompt},
-		Resources:   &frontend.Resources{List: fixtureResources(), Templates: fixtureTemplates(), Read: readResource},
-		Completions: true,
+// newServer is execd's front end with its tools over an executor that runs
+// no code, and the fixtures (protocol scenarios and their expected answers
+// are those of the conformance suites' server scenarios) after them.
+func newServer(opts frontend.Options) (*frontend.Server, error) {
+	srv, err := frontend.New(opts)
+	if err != nil {
+		return nil, err
 	}
+	if err := tools.Register(srv, tools.Options{Executor: noCode{}, Languages: []string{"javascript", "python"}, Logger: opts.Logger}); err != nil {
+		return nil, err
+	}
+	for _, t := range fixtureTools() {
+		if err := frontend.AddTool(srv, t); err != nil {
+			return nil, err
+		}
+	}
+	srv.SetPrompts(frontend.Prompts{List: fixturePrompts(), Get: getPrompt})
+	srv.AddResources(frontend.Resources{List: func(context.Context, *frontend.Call) []map[string]any { return fixtureResources() },
+		Templates: fixtureTemplates(), Read: readResource, URIs: "test://…", Subscribable: true})
+	srv.EnableCompletions()
+	return srv, nil
 }
 
 // noCode is the executor of a server that runs no code.
@@ -118,3 +125,4 @@ func (noCode) WriteFile(context.Context, string, string, string, []byte) (worksp
 	return workspace.FileInfo{}, errNoCode
 }
 func (noCode) RecentFiles(string) []workspace.FileInfo { return nil }
+func (noCode) NewID() string                           { return uuid.NewString() }

@@ -32,11 +32,11 @@ func noArgs() map[string]any {
 	return map[string]any{"type": "object", "properties": map[string]any{}}
 }
 
-func fixtureTool(name, desc string, schema map[string]any, needs []string, run runFunc) frontend.Tool {
+func fixtureTool(name, desc string, schema map[string]any, needs []string, run runFunc) frontend.Tool[json.RawMessage] {
 	if schema == nil {
 		schema = noArgs()
 	}
-	return frontend.Tool{Name: name, Definition: map[string]any{"description": desc, "inputSchema": schema}, Needs: needs, Run: run}
+	return frontend.Tool[json.RawMessage]{Name: name, Description: desc, InputSchema: schema, Needs: needs, Run: run}
 }
 
 // runFunc is a fixture tool's handler.
@@ -54,8 +54,8 @@ func pause(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func fixtureTools() []frontend.Tool {
-	return []frontend.Tool{
+func fixtureTools() []frontend.Tool[json.RawMessage] {
+	return []frontend.Tool[json.RawMessage]{
 		fixtureTool("test_simple_text", "Returns a simple text response.", nil, nil,
 			func(context.Context, *frontend.Call, json.RawMessage) (any, *jsonrpc.Error) {
 				return textResult("This is a simple text response for testing."), nil
@@ -103,11 +103,9 @@ func fixtureTools() []frontend.Tool {
 		fixtureTool("test_elicitation_sep1034_defaults", "Elicits with defaults for every primitive type.", nil, []string{"elicitation"}, elicitDefaults),
 		fixtureTool("test_elicitation_sep1330_enums", "Elicits with every enum variant.", nil, []string{"elicitation"}, elicitEnums),
 		{
-			Name: "json_schema_2020_12_tool",
-			Definition: map[string]any{
-				"description": "Tool with JSON Schema 2020-12 features",
-				"inputSchema": jsonSchema202012(),
-			},
+			Name:        "json_schema_2020_12_tool",
+			Description: "Tool with JSON Schema 2020-12 features",
+			InputSchema: jsonSchema202012(),
 			Run: func(context.Context, *frontend.Call, json.RawMessage) (any, *jsonrpc.Error) {
 				return textResult("ok"), nil
 			},

@@ -74,7 +74,7 @@ func BenchmarkHibernateRestore(b *testing.B) {
 		for _, size := range []string{"small", "data"} {
 			st := benchStates[lang][size]
 			b.Run(lang+"/"+size, func(b *testing.B) {
-				m, err := workspace.NewManager(workspace.Config{DataDir: b.TempDir()}, engineFactory{engine}, nil)
+				m, err := workspace.NewManager(workspace.Config{DataDir: b.TempDir()}, workspace.EngineFactory(engine), nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -82,7 +82,7 @@ func BenchmarkHibernateRestore(b *testing.B) {
 				ctx := context.Background()
 				run := func(code string) workspace.Outcome {
 					out, err := m.Run(ctx, workspace.Request{Principal: "p", Workspace: "w", Language: lang, Code: code})
-					if err != nil || out.Result.Status != worker.StatusOK {
+					if err != nil || out.Result.Status != workspace.StatusOK {
 						b.Fatalf("%s: %+v %v", code, out, err)
 					}
 					return out

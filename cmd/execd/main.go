@@ -27,6 +27,7 @@ import (
 	"execd/internal/config"
 	"execd/internal/frontend"
 	"execd/internal/telemetry"
+	"execd/internal/tools"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -158,7 +159,7 @@ func run() int {
 		MemoryBudget: engine.MemoryBudget() / 10 * 9,
 		Observer:     obs.forWorkspaces(),
 		NewID:        newID,
-	}, engineFactory{engine}, log.Named("workspace"))
+	}, workspace.EngineFactory(engine), log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
 		return 1
@@ -176,16 +177,15 @@ func run() int {
 		}
 	}()
 
-	var exec frontend.Executor = mgr
+	var exec workspace.Executor = mgr
 	if cfg.Cluster.SharedStorage {
 		if exec, err = cluster.NewShared(mgr, filepath.Join(cfg.Workspace.DataDir, "~locks"), log.Named("cluster")); err != nil {
 			log.Error("cluster", zap.Error(err))
 			return 1
 		}
 	}
-	fo := frontendOptions(cfg, exec, engine.Languages(), log.Named("mcp"))
+	fo := frontendOptions(cfg, log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
-	fo.NewID = newID // the registry's minter: ids that route back here
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
 			log.Error("cluster", zap.Error(err))
@@ -195,6 +195,16 @@ func run() int {
 	srv, err = frontend.New(fo)
 	if err != nil {
 		log.Error("front end", zap.Error(err))
+		return 1
+	}
+	if err := tools.Register(srv, tools.Options{
+		Executor:       exec,
+		Languages:      engine.Languages(),
+		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
+		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
+		Logger:         log.Named("tools"),
+	}); err != nil {
+		log.Error("tools", zap.Error(err))
 		return 1
 	}
 	if a := cfg.Server.AdminListen; a != "" {
@@ -221,10 +231,8 @@ func run() int {
 }
 
 // frontendOptions maps the configuration onto the front end's options.
-func frontendOptions(cfg config.Config, exec frontend.Executor, langs []string, log *zap.Logger) frontend.Options {
+func frontendOptions(cfg config.Config, log *zap.Logger) frontend.Options {
 	return frontend.Options{
-		Executor:               exec,
-		Languages:              langs,
 		Version:                version,
 		Logger:                 log,
 		Path:                   cfg.Server.Path,
@@ -238,8 +246,6 @@ func frontendOptions(cfg config.Config, exec frontend.Executor, langs []string, 
 		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
 		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
 		InputTimeout:           cfg.Protocol.InputTimeout.Duration,
-		RequestTimeout:         cfg.Limits.RequestTimeout.Duration,
-		MaxOutputBytes:         cfg.Limits.MaxOutputBytes,
 	}
 }
 

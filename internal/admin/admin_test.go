@@ -128,7 +128,7 @@ func TestHandlerServesStatusAndRefusesForeignHosts(t *testing.T) {
 	st := &StatusSources{
 		Version: "1.2.3", Started: time.Now().Add(-time.Minute), Limits: []Limit{{"limits.max_concurrent_runs", "4"}},
 		Calls: func() []frontend.RunningCall {
-			return []frontend.RunningCall{{ID: "7", Method: "tools/call", Tool: "execute_code", Principal: "alice", Workspace: "w", Started: time.Now(), Progress: "3/10 rows"}}
+			return []frontend.RunningCall{{ID: "7", Method: "tools/call", Tool: "execute_code", Principal: "alice", Tags: map[string]string{"workspace": "w"}, Started: time.Now(), Progress: "3/10 rows"}}
 		},
 		Workspaces: &WorkspaceView{List: func() []workspace.Info {
 			return []workspace.Info{{Principal: "alice", ID: "w", Languages: []string{"python"}, Live: true, MemoryBytes: 1 << 20}, {Principal: "bob", ID: "h", Hibernated: true}}

@@ -166,7 +166,7 @@ func (s *StatusSources) document() status {
 	if s.Calls != nil {
 		for _, c := range s.Calls() {
 			st.Calls = append(st.Calls, callStatus{ID: c.ID, Method: c.Method, Tool: c.Tool, Era: c.Era.String(), Transport: c.Transport,
-				Principal: c.Principal, Workspace: c.Workspace, Language: c.Language, ElapsedMs: now.Sub(c.Started).Milliseconds(),
+				Principal: c.Principal, Workspace: c.Tags["workspace"], Language: c.Tags["language"], ElapsedMs: now.Sub(c.Started).Milliseconds(),
 				Progress: c.Progress, Started: c.Started})
 		}
 	}

@@ -14,14 +14,13 @@ import (
 
 	"go.uber.org/zap"
 
-	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
 
 // Registry is what Shared wraps: *workspace.Manager, which runs and keeps
-// the workspaces (frontend.Executor) and can save one to disk at once.
+// the workspaces (workspace.Executor) and can save one to disk at once.
 type Registry interface {
-	frontend.Executor
+	workspace.Executor
 	Hibernate(ctx context.Context, principal, id string) error
 }
 
@@ -34,7 +33,7 @@ type Registry interface {
 // instance, restores them. An interpreter that cannot be saved (it holds a
 // file open) stays live here, and its lock stays taken until a later call
 // here saves it: other instances' calls to that workspace wait.
-// Shared implements frontend.Executor.
+// Shared implements workspace.Executor.
 type Shared struct {
 	reg  Registry
 	dir  string
@@ -152,7 +151,7 @@ func (s *Shared) save(principal, id string) (live bool) {
 	return true
 }
 
-// Run implements frontend.Executor.
+// Run implements workspace.Executor.
 func (s *Shared) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
 	if req.Workspace == "" {
 		// A new id: no other instance can know it before this answer.
@@ -176,7 +175,10 @@ func (s *Shared) Run(ctx context.Context, req workspace.Request) (workspace.Outc
 	return out, err
 }
 
-// List implements frontend.Executor.
+// NewID implements workspace.Executor.
+func (s *Shared) NewID() string { return s.reg.NewID() }
+
+// List implements workspace.Executor.
 func (s *Shared) List(principal string) []workspace.Info { return s.reg.List(principal) }
 
 // locked runs op holding the workspace's lock (an invalid id is op's to
@@ -193,47 +195,47 @@ func (s *Shared) locked(ctx context.Context, principal, id string, op func() err
 	return op()
 }
 
-// Reset implements frontend.Executor.
+// Reset implements workspace.Executor.
 func (s *Shared) Reset(ctx context.Context, principal, id string, files bool) error {
 	return s.locked(ctx, principal, id, func() error { return s.reg.Reset(ctx, principal, id, files) })
 }
 
-// Delete implements frontend.Executor.
+// Delete implements workspace.Executor.
 func (s *Shared) Delete(ctx context.Context, principal, id string) error {
 	return s.locked(ctx, principal, id, func() error { return s.reg.Delete(ctx, principal, id) })
 }
 
-// Checkpoint implements frontend.Executor.
+// Checkpoint implements workspace.Executor.
 func (s *Shared) Checkpoint(ctx context.Context, principal, id, name string) (cp string, err error) {
 	err = s.locked(ctx, principal, id, func() error { cp, err = s.reg.Checkpoint(ctx, principal, id, name); return err })
 	return cp, err
 }
 
-// RestoreCheckpoint implements frontend.Executor.
+// RestoreCheckpoint implements workspace.Executor.
 func (s *Shared) RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error {
 	return s.locked(ctx, principal, id, func() error { return s.reg.RestoreCheckpoint(ctx, principal, id, checkpoint) })
 }
 
-// Fork implements frontend.Executor: the source's lock is held; the new
+// Fork implements workspace.Executor: the source's lock is held; the new
 // workspace exists only once the fork is done, saved on the shared disk.
 func (s *Shared) Fork(ctx context.Context, principal, id, newID string) (fork string, err error) {
 	err = s.locked(ctx, principal, id, func() error { fork, err = s.reg.Fork(ctx, principal, id, newID); return err })
 	return fork, err
 }
 
-// ReadFile implements frontend.Executor.
+// ReadFile implements workspace.Executor.
 func (s *Shared) ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (d workspace.FileData, err error) {
 	err = s.locked(ctx, principal, id, func() error { d, err = s.reg.ReadFile(ctx, principal, id, path, offset, length); return err })
 	return d, err
 }
 
-// WriteFile implements frontend.Executor.
+// WriteFile implements workspace.Executor.
 func (s *Shared) WriteFile(ctx context.Context, principal, id, path string, data []byte) (f workspace.FileInfo, err error) {
 	err = s.locked(ctx, principal, id, func() error { f, err = s.reg.WriteFile(ctx, principal, id, path, data); return err })
 	return f, err
 }
 
-// RecentFiles implements frontend.Executor: the files changed through this
+// RecentFiles implements workspace.Executor: the files changed through this
 // instance.
 func (s *Shared) RecentFiles(principal string) []workspace.FileInfo {
 	return s.reg.RecentFiles(principal)

@@ -42,6 +42,7 @@ func (f *fakeRegistry) Run(ctx context.Context, req workspace.Request) (workspac
 	}
 	return workspace.Outcome{Workspace: ws}, nil
 }
+func (f *fakeRegistry) NewID() string                                     { return "new" }
 func (f *fakeRegistry) List(string) []workspace.Info                      { return nil }
 func (f *fakeRegistry) Reset(context.Context, string, string, bool) error { return nil }
 func (f *fakeRegistry) Delete(context.Context, string, string) error      { return nil }

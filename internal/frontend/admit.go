@@ -41,7 +41,7 @@ const (
 // header without a claim is refused (-32602, missing envelope); anything
 // else is legacy and needs a live session of this principal and a legacy
 // MCP-Protocol-Version, when one is sent.
-func (s *Server) admitHTTP(o *origin, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
+func (s *Server) admitHTTP(o *httpOrigin, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
 	hdr := o.header
 	if msg.IsResponse() {
 		// A client's answer to a server request goes to the session's
@@ -101,7 +101,7 @@ func (s *Server) admitHTTP(o *origin, msg *jsonrpc.Message, meta *requestMeta) (
 }
 
 // handshakeHTTP answers a legacy initialize: a new session.
-func (s *Server) handshakeHTTP(o *origin, msg *jsonrpc.Message) *reply {
+func (s *Server) handshakeHTTP(o *httpOrigin, msg *jsonrpc.Message) *reply {
 	if o.header.Get("Mcp-Session-Id") != "" {
 		return refuse(http.StatusBadRequest, msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize inside a session; start a new session without Mcp-Session-Id"))
 	}
@@ -147,8 +147,7 @@ func (s *Server) admitModern(msg *jsonrpc.Message, meta *requestMeta, hdr http.H
 }
 
 // admitStdio applies the era pin to one message of a stdio process.
-func (s *Server) admitStdio(o *origin, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
-	p := o.proc
+func (s *Server) admitStdio(p *stdioProc, msg *jsonrpc.Message, meta *requestMeta) (admission, *reply) {
 	a := admission{era: EraLegacy, peer: p.peer}
 	if !msg.IsRequest() {
 		return a, nil // cancels and responses are honoured whatever the pin
@@ -197,7 +196,7 @@ func (s *Server) admitStdio(o *origin, msg *jsonrpc.Message, meta *requestMeta) 
 // admitRequest finds the method of a request its era admitted and, for a
 // tool call, reads what must be judged before it runs (prepareTool). It
 // returns the call, ready but for its sink.
-func (s *Server) admitRequest(o *origin, a admission, msg *jsonrpc.Message, meta requestMeta) (*Call, method, *reply) {
+func (s *Server) admitRequest(o origin, a admission, msg *jsonrpc.Message, meta requestMeta) (*Call, method, *reply) {
 	m, jerr := s.lookup(a.era, msg.Method)
 	if jerr != nil {
 		status := http.StatusOK
@@ -206,7 +205,8 @@ func (s *Server) admitRequest(o *origin, a admission, msg *jsonrpc.Message, meta
 		}
 		return nil, method{}, refuse(status, msg.ID, jerr)
 	}
-	c := &Call{srv: s, era: a.era, version: a.version, principal: o.principal, transport: o.transport,
+	src := o.src()
+	c := &Call{srv: s, era: a.era, version: a.version, principal: src.principal, transport: src.transport,
 		id: msg.ID, method: msg.Method, params: msg.Params, meta: meta, peer: a.peer, logMin: a.logMin}
 	if a.era == EraLegacy {
 		if jerr := c.meta.validateLegacy(); jerr != nil {
@@ -214,7 +214,7 @@ func (s *Server) admitRequest(o *origin, a admission, msg *jsonrpc.Message, meta
 		}
 	}
 	if msg.Method == "tools/call" {
-		if r := s.prepareTool(c, o.header); r != nil {
+		if r := s.prepareTool(c, src.header); r != nil {
 			return nil, method{}, r
 		}
 	}

@@ -34,14 +34,21 @@ type Call struct {
 	logMin    int             // least severe level sent as notifications/message; -1 none
 
 	mu        sync.Mutex
-	responded bool   // after the response, nothing more is sent
-	workspace string // for the request log line, once known
+	responded bool     // after the response, nothing more is sent
+	tags      []string // key, value, …: for the log line and Running
 
 	progress atomic.Pointer[string] // the latest progress message, for Server.Running
 }
 
 // Era is the era the request is served in.
 func (c *Call) Era() Era { return c.era }
+
+// Version is the protocol version the request is served in: the legacy
+// session's or process's negotiated one, or the modern _meta's.
+func (c *Call) Version() string { return c.version }
+
+// ID is the request's JSON-RPC id, as text.
+func (c *Call) ID() string { return c.id.String() }
 
 // Principal is the authenticated client the request belongs to
 // (LocalPrincipal without auth).
@@ -61,10 +68,10 @@ func (c *Call) Declared(name string) bool {
 	return c.era == EraModern && c.meta.hasCapability(name)
 }
 
-// canElicit reports whether the client can be asked a form-mode
+// CanElicit reports whether the client can be asked a form-mode
 // elicitation for this request: a modern request declares it in its
 // _meta, a legacy client at initialize.
-func (c *Call) canElicit() bool {
+func (c *Call) CanElicit() bool {
 	if c.era == EraModern {
 		return elicitsForms(c.meta.capabilities)
 	}
@@ -107,11 +114,26 @@ func (c *Call) Log(level string, data any) {
 	_ = c.Notify("notifications/message", map[string]any{"level": level, "logger": ServerName, "data": data})
 }
 
-// setWorkspace records the workspace the call ran in, for its log line.
-func (c *Call) setWorkspace(ws string) {
+// Tag names what the call acts on (key "workspace", say), for its log
+// line and the operator's view (Server.Running). A later value of a key
+// replaces the earlier one.
+func (c *Call) Tag(key, value string) {
 	c.mu.Lock()
-	c.workspace = ws
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	for i := 0; i+1 < len(c.tags); i += 2 {
+		if c.tags[i] == key {
+			c.tags[i+1] = value
+			return
+		}
+	}
+	c.tags = append(c.tags, key, value)
+}
+
+// tagged returns the call's tags.
+func (c *Call) tagged() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.tags...)
 }
 
 // emitter adapts a call to progress.Emitter.
@@ -119,7 +141,11 @@ type emitter struct{ c *Call }
 
 func (e emitter) Notify(method string, params any) error { return e.c.Notify(method, params) }
 
-func (c *Call) reporter() *progress.Reporter {
+// Reporter is a progress reporter bound to the request's own stream and
+// progressToken (it sends nothing when the client asked for no progress),
+// with the server's heartbeat; the latest message is also the call's
+// progress in Server.Running. Stop it before the handler returns.
+func (c *Call) Reporter() *progress.Reporter {
 	return progress.New(emitter{c}, c.meta.progressToken, progress.Options{Heartbeat: c.srv.opts.ProgressHeartbeat,
 		Seen: func(m string) { c.progress.Store(&m) }})
 }

@@ -3,49 +3,40 @@ package frontend
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"strings"
+	"sync"
 
 	"execd/internal/jsonrpc"
 )
 
-// Extensions are what a build serves beside execd's own tools, through the
-// same pipeline: more tools (after execd's in tools/list), prompts,
-// resources and completions, each declared in the capabilities only when
-// given. Production execd has none; cmd/execd-conformance registers the
-// fixtures of the official conformance suites here.
-type Extensions struct {
-	// Tools are listed after execd's own, in this order.
-	Tools []Tool
-	// Prompts, when not nil, declares the prompts capability.
-	Prompts *Prompts
-	// Resources are served beside the workspace files (always declared).
-	// Nil means none.
-	Resources *Resources
-	// Completions declares completion/complete, which answers no values.
-	Completions bool
-}
+// The optional method families besides tools: resources, prompts and
+// completions. Each is declared in the capabilities exactly when something
+// is registered for it, and its methods answer -32601 otherwise (the
+// capabilities match the handlers: docs/specification/2026-07-28/server/discover.mdx).
 
-// Tool is a tool served beside execd's own.
-type Tool struct {
-	// Name is the tool's name in tools/list and tools/call. Required and
-	// unique.
-	Name string
-	// Definition is the rest of its tools/list entry (description,
-	// inputSchema, …). The inputSchema's properties are the arguments it
-	// takes: arguments are read by exact key, a case variant of a declared
-	// one is refused, and with "additionalProperties": false so is any
-	// other (args.go). A property with "x-mcp-header" is mirrored into
-	// Mcp-Param-* by modern clients, and checked.
-	Definition map[string]any
-	// Needs lists the client capabilities a modern request must declare to
-	// call the tool (-32021 otherwise). Nil needs none.
-	Needs []string
-	// Run serves a call; arguments is the arguments object ("{}" when the
-	// call sent none). Results are JSON objects (a CallToolResult; maps get
-	// the modern era's resultType and serverInfo added). A nil result and a
-	// nil error mean Run saw ctx end; the client then gets no answer if it
-	// cancelled, an error otherwise.
-	Run func(ctx context.Context, c *Call, arguments json.RawMessage) (any, *jsonrpc.Error)
+// Resources are resources a provider serves. Several providers may be
+// registered (execd's workspace files, the conformance fixtures); their
+// lists and templates are joined, and a read goes to the first provider
+// that knows the URI.
+type Resources struct {
+	// Templates are entries of resources/templates/list.
+	Templates []map[string]any
+	// List returns the provider's entries of resources/list for the call.
+	// Nil means none.
+	List func(ctx context.Context, c *Call) []map[string]any
+	// Read serves resources/read of uri. A nil result and a nil error mean
+	// the provider does not serve uri. Required.
+	Read func(ctx context.Context, c *Call, uri string) (any, *jsonrpc.Error)
+	// Private: what the provider lists and reads depends on the caller's
+	// principal and changes at any time (the modern era's cache hints say
+	// private, stale at once); otherwise it is public and stable.
+	Private bool
+	// URIs describes the URIs the provider serves, for the error that
+	// answers a URI no provider serves ("workspace://{workspace}/{path}").
+	URIs string
+	// Subscribable accepts resources/subscribe and /unsubscribe (legacy
+	// era), which change nothing: nothing is ever pushed.
+	Subscribable bool
 }
 
 // Prompts are the prompts a build serves.
@@ -56,84 +47,169 @@ type Prompts struct {
 	Get func(ctx context.Context, c *Call, name string, args map[string]string) (any, *jsonrpc.Error)
 }
 
-// Resources are the resources a build serves.
-type Resources struct {
-	// List and Templates are the entries of resources/list and
-	// resources/templates/list.
-	List, Templates []map[string]any
-	// Read serves resources/read of a uri that is not a workspace file's;
-	// a nil result and a nil error mean it does not know uri, which is
-	// then answered as the era's resource-not-found error.
-	Read func(ctx context.Context, c *Call, uri string) (any, *jsonrpc.Error)
-}
-
-// features are the optional method families a build declares.
+// features are what is registered beside the tools.
 type features struct {
+	mu          sync.RWMutex
+	resources   []Resources
 	prompts     *Prompts
-	resources   *Resources
 	completions bool
 }
 
-// extend registers ext's tools and features.
-func (s *Server) extend(ext *Extensions) error {
-	if ext == nil {
-		return nil
-	}
-	for _, t := range ext.Tools {
-		if t.Run == nil {
-			return fmt.Errorf("frontend: tool %q has no Run", t.Name)
-		}
-		run := t.Run
-		if err := s.tools.add(&tool{name: t.Name, def: t.Definition, needs: t.Needs,
-			run: func(ctx context.Context, c *Call, _ arguments) (any, *jsonrpc.Error) {
-				raw := c.meta.head.arguments
-				if jsonrpc.IsNull(raw) {
-					raw = json.RawMessage("{}")
-				}
-				return run(ctx, c, raw)
-			}}); err != nil {
-			return err
-		}
-	}
-	s.feat = features{prompts: ext.Prompts, resources: ext.Resources, completions: ext.Completions}
-	return nil
+// AddResources registers a resources provider.
+func (s *Server) AddResources(r Resources) {
+	s.feat.mu.Lock()
+	s.feat.resources = append(s.feat.resources, r)
+	s.feat.mu.Unlock()
 }
 
-// addFeatureMethods adds the methods of the declared features. Undeclared
-// features have no handlers, so they answer -32601 (the capabilities match
-// the handlers: docs/specification/2026-07-28/server/discover.mdx).
+// SetPrompts registers the prompts a build serves.
+func (s *Server) SetPrompts(p Prompts) {
+	s.feat.mu.Lock()
+	s.feat.prompts = &p
+	s.feat.mu.Unlock()
+}
+
+// EnableCompletions declares completion/complete, which answers no values.
+func (s *Server) EnableCompletions() {
+	s.feat.mu.Lock()
+	s.feat.completions = true
+	s.feat.mu.Unlock()
+}
+
+func (f *features) snapshot() (rs []Resources, ps *Prompts, completions bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.resources, f.prompts, f.completions
+}
+
+func (f *features) hasResources() bool {
+	rs, _, _ := f.snapshot()
+	return len(rs) > 0
+}
+
+func (f *features) hasPrompts() bool {
+	_, ps, _ := f.snapshot()
+	return ps != nil
+}
+
+func (f *features) hasCompletions() bool {
+	_, _, c := f.snapshot()
+	return c
+}
+
+func (f *features) subscribable() bool {
+	rs, _, _ := f.snapshot()
+	for _, r := range rs {
+		if r.Subscribable {
+			return true
+		}
+	}
+	return false
+}
+
+// addFeatureMethods adds the methods of the optional families; each is
+// served only while its family is registered.
 func (s *Server) addFeatureMethods(m map[string]method) {
-	if ps := s.feat.prompts; ps != nil {
-		m["prompts/list"] = method{legacy: true, modern: true, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
-			return s.cacheable(c, map[string]any{"prompts": ps.List}, cachePublic), nil
-		}}
-		m["prompts/get"] = method{legacy: true, modern: true, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
-			var p struct {
-				Name      string            `json:"name"`
-				Arguments map[string]string `json:"arguments"`
+	f := &s.feat
+	m["prompts/list"] = method{legacy: true, modern: true, when: f.hasPrompts, h: func(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+		_, ps, _ := f.snapshot()
+		return s.cacheable(c, map[string]any{"prompts": ps.List}, cachePublic), nil
+	}}
+	m["prompts/get"] = method{legacy: true, modern: true, when: f.hasPrompts, h: func(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+		var p struct {
+			Name      string            `json:"name"`
+			Arguments map[string]string `json:"arguments"`
+		}
+		if err := json.Unmarshal(c.params, &p); err != nil || p.Name == "" {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: prompts/get needs a prompt name")
+		}
+		_, ps, _ := f.snapshot()
+		return ps.Get(ctx, c, p.Name, p.Arguments)
+	}}
+	m["resources/list"] = method{legacy: true, modern: true, when: f.hasResources, h: s.listResources}
+	m["resources/templates/list"] = method{legacy: true, modern: true, when: f.hasResources, h: s.resourceTemplates}
+	m["resources/read"] = method{legacy: true, modern: true, when: f.hasResources, h: s.readResource}
+	noop := func(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
+	m["resources/subscribe"] = method{legacy: true, when: f.subscribable, h: noop}
+	m["resources/unsubscribe"] = method{legacy: true, when: f.subscribable, h: noop}
+	m["completion/complete"] = method{legacy: true, modern: true, when: f.hasCompletions, h: func(context.Context, *Call) (any, *jsonrpc.Error) {
+		return map[string]any{"completion": map[string]any{"values": []string{}, "total": 0, "hasMore": false}}, nil
+	}}
+}
+
+// The resources methods: the providers' entries joined.
+
+func (s *Server) resourceTemplates(_ context.Context, c *Call) (any, *jsonrpc.Error) {
+	rs, _, _ := s.feat.snapshot()
+	tpls := []map[string]any{}
+	for _, r := range rs {
+		tpls = append(tpls, r.Templates...)
+	}
+	return s.cacheable(c, map[string]any{"resourceTemplates": tpls}, cachePublic), nil
+}
+
+// listResources lists what every provider lists for the caller (it
+// depends on the principal only, never on the connection).
+func (s *Server) listResources(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+	if !jsonrpc.IsNull(c.meta.head.cursor) {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor (the list has one page)")
+	}
+	rs, _, _ := s.feat.snapshot()
+	list := []map[string]any{}
+	scope := cachePublic
+	for _, r := range rs {
+		if r.List != nil {
+			list = append(list, r.List(ctx, c)...)
+		}
+		if r.Private {
+			scope = cachePrivate
+		}
+	}
+	return s.cacheable(c, map[string]any{"resources": list}, scope), nil
+}
+
+func (s *Server) readResource(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
+	uri := rawString(c.meta.head.uri)
+	if uri == "" {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: resources/read needs a uri")
+	}
+	rs, _, _ := s.feat.snapshot()
+	var served []string
+	for _, r := range rs {
+		res, jerr := r.Read(ctx, c, uri)
+		if jerr != nil {
+			return nil, jerr
+		}
+		if res != nil {
+			scope := cachePublic
+			if r.Private {
+				scope = cachePrivate
 			}
-			if err := json.Unmarshal(c.params, &p); err != nil || p.Name == "" {
-				return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: prompts/get needs a prompt name")
-			}
-			return ps.Get(ctx, c, p.Name, p.Arguments)
-		}}
+			return s.cacheable(c, res, scope), nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		if r.URIs != "" {
+			served = append(served, r.URIs)
+		}
 	}
-	// The workspace files are resources in every build (files.go); the
-	// fixtures' resources join them.
-	m["resources/list"] = method{legacy: true, modern: true, h: s.listResources}
-	m["resources/templates/list"] = method{legacy: true, modern: true, h: s.resourceTemplates}
-	m["resources/read"] = method{legacy: true, modern: true, h: s.readResource}
-	if s.feat.resources != nil {
-		// The fixtures' resources may be subscribed to (legacy era only).
-		noop := func(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
-		m["resources/subscribe"] = method{legacy: true, h: noop}
-		m["resources/unsubscribe"] = method{legacy: true, h: noop}
+	return nil, ResourceNotFound(c, uri, ServerName+" serves "+strings.Join(served, " and ")+" URIs only")
+}
+
+// codeResourceNotFound is the 2025 revisions' error for an unknown
+// resource (docs/specification/2025-11-25/server/resources.mdx, Error
+// Handling); 2026-07-28 uses -32602 (SEP-2164).
+const codeResourceNotFound = -32002
+
+// ResourceNotFound is the era's answer to a resources/read of a resource
+// that does not exist: why says why, after "Resource not found: ".
+func ResourceNotFound(c *Call, uri, why string) *jsonrpc.Error {
+	code := codeResourceNotFound
+	if c.era == EraModern {
+		code = jsonrpc.CodeInvalidParams
 	}
-	if s.feat.completions {
-		m["completion/complete"] = method{legacy: true, modern: true, h: func(context.Context, *Call) (any, *jsonrpc.Error) {
-			return map[string]any{"completion": map[string]any{"values": []string{}, "total": 0, "hasMore": false}}, nil
-		}}
-	}
+	return &jsonrpc.Error{Code: code, Message: "Resource not found: " + why, Data: map[string]any{"uri": uri}}
 }
 
 // Cache scopes of cacheable results.

@@ -58,9 +58,9 @@ func FuzzMeta(f *testing.F) {
 func FuzzHTTP(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+modernMeta+`}}`, "2026-07-28", "tools/list", "")
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`, "", "", "")
-	f.Add(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript","workspace":"w"},`+modernMeta+`}}`, "2026-07-28", "tools/call", "=?base64?dw==?=")
+	f.Add(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_echo","arguments":{"text":"6*7","workspace":"w"},`+modernMeta+`}}`, "2026-07-28", "tools/call", "=?base64?dw==?=")
 	f.Add(`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", "", "")
-	s := newTestServer(testOptions(), &fakeExec{})
+	s := newTestServer(testOptions())
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, body, version, method, wsHeader string) {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
@@ -71,7 +71,7 @@ func FuzzHTTP(f *testing.F) {
 		}
 		if method != "" {
 			req.Header["Mcp-Method"] = []string{method}
-			req.Header["Mcp-Name"] = []string{"execute_code"}
+			req.Header["Mcp-Name"] = []string{"test_echo"}
 		}
 		if wsHeader != "" {
 			req.Header["Mcp-Param-Workspace"] = []string{wsHeader}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"execd/internal/jsonrpc"
 )
 
@@ -166,7 +168,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal str
 		writeJSONError(w, http.StatusNotAcceptable, jsonrpc.NullID, policyError("Not Acceptable: Accept must admit application/json or text/event-stream"))
 		return
 	}
-	o := &origin{transport: "http", principal: principal, header: r.Header, closed: r.Context()}
+	o := newHTTPOrigin(principal, r)
 	if first(body) == '[' {
 		s.serveBatch(w, o, body)
 		return
@@ -180,7 +182,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, principal str
 		writeJSONError(w, http.StatusBadRequest, id, jerr)
 		return
 	}
-	out := &postSink{w: w, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
+	out := &postSink{w: w, log: s.log, acceptJSON: acceptJSON, acceptSSE: acceptSSE}
 	if t := s.handle(o, msg, out); t != nil {
 		// The call runs on the request's own goroutine.
 		t.run()
@@ -231,6 +233,7 @@ func first(b []byte) byte {
 // accepts it.
 type postSink struct {
 	w                     http.ResponseWriter
+	log                   *zap.Logger
 	acceptJSON, acceptSSE bool
 	sse                   *sseWriter
 	abort                 bool
@@ -247,7 +250,7 @@ func (p *postSink) reply(r *reply) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	writeJSON(p.w, status, r.encode())
+	writeJSON(p.w, status, r.encode(p.log))
 }
 
 func (p *postSink) open(method string) {
@@ -296,7 +299,7 @@ func (p *postSink) close() {
 // message of its own (each request counts against the stream cap, runs
 // in the session and gets its log line); the answers are collected into
 // one array.
-func (s *Server) serveBatch(w http.ResponseWriter, o *origin, body []byte) {
+func (s *Server) serveBatch(w http.ResponseWriter, o *httpOrigin, body []byte) {
 	items, jerr := splitBatch(body)
 	if jerr != nil {
 		writeJSONError(w, http.StatusBadRequest, jsonrpc.NullID, jerr)
@@ -316,7 +319,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, o *origin, body []byte) {
 		}
 		msgs[i] = m
 	}
-	answers := &batchAnswers{}
+	answers := &batchAnswers{log: s.log}
 	var wg sync.WaitGroup
 	for _, m := range msgs {
 		if t := s.handle(o, m, answers.item(nil)); t != nil {
@@ -358,6 +361,7 @@ func decodeBatchItem(b []byte) (*jsonrpc.Message, *jsonrpc.Error) {
 // batchAnswers collects the answers of a batch's requests, in the order
 // they are given.
 type batchAnswers struct {
+	log  *zap.Logger
 	mu   sync.Mutex
 	list [][]byte
 }
@@ -396,7 +400,7 @@ type batchItem struct {
 	notify func([]byte) error
 }
 
-func (b *batchItem) reply(r *reply) { b.a.add(r.encode()) }
+func (b *batchItem) reply(r *reply) { b.a.add(r.encode(b.a.log)) }
 func (b *batchItem) open(string)    {}
 func (b *batchItem) send(m []byte) error {
 	if b.notify == nil {

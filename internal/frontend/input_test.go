@@ -11,7 +11,7 @@ import (
 // A requestState opens only for the principal and the owner it was sealed
 // for, and only until it expires.
 func TestRequestStateBindsPrincipalOwnerAndExpiry(t *testing.T) {
-	s := newTestServer(testOptions(), &fakeExec{})
+	s := newTestServer(testOptions())
 	st := s.sealState("alice", "tool", map[string]any{"round": 1})
 	data, jerr := s.openState("alice", "tool", st)
 	if jerr != nil || string(data["round"]) != "1" {
@@ -32,7 +32,7 @@ func TestRequestStateBindsPrincipalOwnerAndExpiry(t *testing.T) {
 	if _, jerr := s.openState("alice", "tool", old); jerr == nil || !strings.Contains(jerr.Message, "expired") {
 		t.Fatalf("expired state: %v", jerr)
 	}
-	other := newTestServer(testOptions(), &fakeExec{})
+	other := newTestServer(testOptions())
 	if _, jerr := other.openState("alice", "tool", st); jerr == nil {
 		t.Fatal("a state sealed by another process opened")
 	}

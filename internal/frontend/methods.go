@@ -20,6 +20,9 @@ type method struct {
 	h      handler
 	legacy bool // served in the legacy era
 	modern bool // served in the modern era
+	// when, if set, says whether the method is served now: its family is
+	// registered (features.go).
+	when func() bool
 }
 
 func (s *Server) methods() map[string]method {
@@ -44,7 +47,7 @@ var removedInModern = map[string]bool{
 // lookup returns the handler for name in era, or a -32601 error.
 func (s *Server) lookup(era Era, name string) (method, *jsonrpc.Error) {
 	m, ok := s.table[name]
-	if !ok || (era == EraModern && !m.modern) || (era == EraLegacy && !m.legacy) {
+	if !ok || (era == EraModern && !m.modern) || (era == EraLegacy && !m.legacy) || (m.when != nil && !m.when()) {
 		return method{}, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", name)
 	}
 	return m, nil
@@ -65,11 +68,19 @@ func (s *Server) serve(ctx context.Context, c *Call, m method) (json.RawMessage,
 	return b, nil
 }
 
+// EncodeResult is res as a result of era is sent (without the JSON-RPC
+// envelope): marshalled, and in the modern era with resultType (when res
+// has none) and serverInfo in _meta. res is a map, a struct or an
+// EncodedResult.
+func (s *Server) EncodeResult(era Era, res any) (json.RawMessage, error) {
+	return s.shapeResult(era, res)
+}
+
 // shapeResult marshals a result; in the modern era it adds resultType
 // (when the handler did not) and serverInfo in _meta.
 func (s *Server) shapeResult(era Era, res any) (json.RawMessage, error) {
-	if r, ok := res.(encodedResult); ok {
-		return r.encode(era, s.opts.Version), nil
+	if r, ok := res.(EncodedResult); ok {
+		return r.EncodeResult(ResultEnvelope{Modern: era == EraModern, meta: s.resultMeta}), nil
 	}
 	if era == EraModern {
 		if m, ok := res.(map[string]any); ok {
@@ -111,11 +122,39 @@ func (s *Server) shapeResult(era Era, res any) (json.RawMessage, error) {
 	return json.Marshal(obj)
 }
 
-// encodedResult is a result that writes its own JSON for an era (the
-// result of execute_code, tools.go), so that the commonest answer skips
-// the map and the second pass of shapeResult.
-type encodedResult interface {
-	encode(era Era, version string) json.RawMessage
+// EncodedResult is a result that writes its own JSON (execute_code's,
+// internal/tools), so that the commonest answer skips a map and the second
+// pass of shapeResult. Its keys must come in sorted order, as
+// encoding/json writes a map's, with the envelope's members in their
+// places.
+type EncodedResult interface {
+	EncodeResult(e ResultEnvelope) json.RawMessage
+}
+
+// ResultEnvelope is what a result must carry in its era beside its own
+// members: in the modern era, resultType and serverInfo in _meta
+// (basic/index.mdx of 2026-07-28, §ResultType).
+type ResultEnvelope struct {
+	Modern bool
+	meta   []byte // the modern _meta member, with its trailing comma
+}
+
+// AppendMeta appends the "_meta" member and a comma in the modern era,
+// nothing in the legacy era: the first member of the object.
+func (e ResultEnvelope) AppendMeta(b []byte) []byte {
+	if !e.Modern {
+		return b
+	}
+	return append(b, e.meta...)
+}
+
+// AppendResultType appends `,"resultType":"complete"` in the modern era,
+// nothing in the legacy era.
+func (e ResultEnvelope) AppendResultType(b []byte) []byte {
+	if !e.Modern {
+		return b
+	}
+	return append(b, `,"resultType":"complete"`...)
 }
 
 func (s *Server) ping(context.Context, *Call) (any, *jsonrpc.Error) { return struct{}{}, nil }
@@ -132,13 +171,16 @@ func (s *Server) setLevel(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 }
 
 func (s *Server) discover(context.Context, *Call) (any, *jsonrpc.Error) {
-	return map[string]any{
+	res := map[string]any{
 		"supportedVersions": allVersions,
 		"capabilities":      s.capabilities(),
-		"instructions":      s.instructions(),
 		"ttlMs":             300000,
 		"cacheScope":        "public",
-	}, nil
+	}
+	if in := s.getInstructions(); in != "" {
+		res["instructions"] = in
+	}
+	return res, nil
 }
 
 // initializeResult answers a legacy initialize, negotiating the version.
@@ -147,12 +189,15 @@ func (s *Server) initializeResult(requested string) (map[string]any, string) {
 	if !isLegacyVersion(v) {
 		v = VersionLatest
 	}
-	return map[string]any{
+	res := map[string]any{
 		"protocolVersion": v,
 		"capabilities":    s.capabilities(),
 		"serverInfo":      s.serverInfo(),
-		"instructions":    s.instructions(),
-	}, v
+	}
+	if in := s.getInstructions(); in != "" {
+		res["instructions"] = in
+	}
+	return res, v
 }
 
 // listen serves subscriptions/listen: execd has nothing to push, so it

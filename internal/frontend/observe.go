@@ -83,16 +83,17 @@ func cancelSource(ctx context.Context) string {
 		return "stream_close"
 	case errors.Is(c, errSessionEnded):
 		return "session_end"
-	case errors.Is(c, errShutdown):
+	case errors.Is(c, ErrShutdown):
 		return "shutdown"
 	}
 	return ""
 }
 
 // requestInfo describes msg for the Observer.
-func (s *Server) requestInfo(o *origin, era Era, version string, msg *jsonrpc.Message, meta *requestMeta, c *Call) RequestInfo {
-	ri := RequestInfo{Method: "other", Era: era, Transport: o.transport, Version: version, ID: msg.ID.String(), Start: time.Now()}
-	if _, ok := s.table[msg.Method]; ok || msg.Method == "initialize" {
+func (s *Server) requestInfo(o origin, era Era, version string, msg *jsonrpc.Message, meta *requestMeta, c *Call) RequestInfo {
+	src := o.src()
+	ri := RequestInfo{Method: "other", Era: era, Transport: src.transport, Version: version, ID: msg.ID.String(), Start: time.Now()}
+	if m, ok := s.table[msg.Method]; ok && (m.when == nil || m.when()) || msg.Method == "initialize" {
 		ri.Method = msg.Method
 	}
 	if msg.Method == "tools/call" {
@@ -105,14 +106,14 @@ func (s *Server) requestInfo(o *origin, era Era, version string, msg *jsonrpc.Me
 		ri.Trace.Traceparent = rawString(meta.trace[0])
 		ri.Trace.Tracestate = rawString(meta.trace[1])
 		ri.Trace.Baggage = rawString(meta.trace[2])
-	} else if o.header != nil {
-		ri.Trace = TraceContext{o.header.Get("traceparent"), o.header.Get("tracestate"), o.header.Get("baggage")}
+	} else if h := src.header; h != nil {
+		ri.Trace = TraceContext{h.Get("traceparent"), h.Get("tracestate"), h.Get("baggage")}
 	}
 	return ri
 }
 
 // observeReply reports a request answered without running.
-func (s *Server) observeReply(o *origin, a admission, msg *jsonrpc.Message, meta *requestMeta, r *reply) {
+func (s *Server) observeReply(o origin, a admission, msg *jsonrpc.Message, meta *requestMeta, r *reply) {
 	ri := s.requestInfo(o, a.era, a.version, msg, meta, nil)
 	_, end := s.obs.RequestStart(context.Background(), ri)
 	e := RequestEnd{Outcome: "ok", Duration: time.Since(ri.Start)}
@@ -131,10 +132,10 @@ type RunningCall struct {
 	Era       Era
 	Transport string
 	Principal string
-	// Workspace and Language are a tool call's arguments of those names
-	// ("" when absent: the call creates a workspace).
-	Workspace, Language string
-	Started             time.Time
+	// Tags are what the handler said the call acts on (Call.Tag), as key,
+	// value pairs: execd's tools name the workspace and language.
+	Tags    map[string]string
+	Started time.Time
 	// Progress is the run's latest progress message (the guest's
 	// progress() or execd's own, such as "queued: ..."), whether or not
 	// the client asked for progress; "" before the first.
@@ -172,11 +173,11 @@ func (s *Server) Running() []RunningCall {
 			Principal: c.principal, Started: t.start}
 		if c.tool != nil {
 			rc.Tool = c.tool.name
-			if v, err := c.args.stringArg("workspace"); err == nil && v != nil {
-				rc.Workspace = *v
-			}
-			if v, err := c.args.stringArg("language"); err == nil && v != nil {
-				rc.Language = *v
+		}
+		if tags := c.tagged(); len(tags) > 0 {
+			rc.Tags = make(map[string]string, len(tags)/2)
+			for i := 0; i+1 < len(tags); i += 2 {
+				rc.Tags[tags[i]] = tags[i+1]
 			}
 		}
 		if p := c.progress.Load(); p != nil {

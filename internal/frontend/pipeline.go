@@ -29,27 +29,6 @@ import (
 // A transport provides an origin (where the message came from) and a sink
 // (how to write back), and does nothing else.
 
-// origin is where one message came from.
-type origin struct {
-	transport string // "http" or "stdio"
-	principal string
-	// header are the HTTP request's headers; nil on stdio.
-	header http.Header
-	// proc is the stdio process, whose era pin the rules read; nil on HTTP.
-	proc *stdioProc
-	// closed ends when the client's side of the message's connection ends:
-	// the HTTP request's context, the stdio process's input.
-	closed context.Context
-}
-
-// goneCause is the cause a call is cancelled with when o.closed ends.
-func (o *origin) goneCause() error {
-	if o.proc != nil {
-		return context.Cause(o.closed)
-	}
-	return errClientGone
-}
-
 // sink carries one message's answer back to the client.
 type sink interface {
 	// reply answers without a run: a refusal, or the legacy handshake.
@@ -82,11 +61,17 @@ func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *reply {
 	return &reply{status: status, id: id, err: err}
 }
 
-func (r *reply) encode() []byte {
+// encode writes the reply. A result that cannot be encoded becomes a
+// -32603 error, logged, rather than an empty body.
+func (r *reply) encode(log *zap.Logger) []byte {
 	if r.err != nil {
 		return jsonrpc.EncodeError(r.id, r.err)
 	}
-	b, _ := jsonrpc.EncodeResult(r.id, r.result)
+	b, err := jsonrpc.EncodeResult(r.id, r.result)
+	if err != nil {
+		log.Error("encode reply", zap.String("id", r.id.String()), zap.Error(err))
+		return jsonrpc.EncodeError(r.id, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the result"))
+	}
 	return b
 }
 
@@ -95,21 +80,11 @@ func (r *reply) encode() []byte {
 // refused, answered by the handshake, or intercepted. The caller runs the
 // task where its transport allows (HTTP: on the request's goroutine;
 // stdio: on its own, so that the reader goes on).
-func (s *Server) handle(o *origin, msg *jsonrpc.Message, out sink) *task {
+func (s *Server) handle(o origin, msg *jsonrpc.Message, out sink) *task {
 	meta := readMeta(msg.Params)
-	var a admission
-	var r *reply
-	if o.proc != nil {
-		a, r = s.admitStdio(o, msg, &meta)
-	} else {
-		a, r = s.admitHTTP(o, msg, &meta)
-	}
+	a, r := o.admit(s, msg, &meta)
 	if r != nil {
-		out.reply(r)
-		if msg.IsRequest() {
-			s.logReply(o, a.era, msg, r)
-			s.observeReply(o, a, msg, &meta, r)
-		}
+		s.answerWithout(o, a, msg, &meta, r, out)
 		return nil
 	}
 	if !msg.IsRequest() {
@@ -122,37 +97,40 @@ func (s *Server) handle(o *origin, msg *jsonrpc.Message, out sink) *task {
 		r = s.admitPolicy(o, msg)
 	}
 	if r != nil {
-		out.reply(r)
-		s.logReply(o, a.era, msg, r)
-		s.observeReply(o, a, msg, &meta, r)
+		s.answerWithout(o, a, msg, &meta, r, out)
 		return nil
 	}
 	c.out = out
 	t, r := s.register(o, a, c, m, s.requestInfo(o, a.era, a.version, msg, &meta, c))
 	if r != nil {
-		if o.proc == nil {
-			s.streams.release(o.principal)
-		}
-		out.reply(r)
-		s.logReply(o, a.era, msg, r)
-		s.observeReply(o, a, msg, &meta, r)
+		o.release(s)
+		s.answerWithout(o, a, msg, &meta, r, out)
 		return nil
 	}
-	if o.proc != nil && a.era == EraModern {
-		o.proc.pin.CompareAndSwap(pinNone, pinModern)
-	}
+	o.admitted(a.era)
 	return t
 }
 
+// answerWithout answers a message without running anything (a refusal, the
+// legacy handshake) and, for a request, gives it its log line and reports
+// it to the Observer: the one way out of the pipeline before a run.
+func (s *Server) answerWithout(o origin, a admission, msg *jsonrpc.Message, meta *requestMeta, r *reply, out sink) {
+	out.reply(r)
+	if msg.IsRequest() {
+		s.logReply(o, a.era, msg, r)
+		s.observeReply(o, a, msg, meta, r)
+	}
+}
+
 // admitPolicy applies the server's own limits to an admitted request: no
-// new work once shutdown has begun, and the per-principal cap on open HTTP
-// requests. A request that passes holds one count of the cap until its
-// task ends.
-func (s *Server) admitPolicy(o *origin, msg *jsonrpc.Message) *reply {
+// new work once shutdown has begun, and what the transport holds for a
+// request (the per-principal cap on open HTTP requests). A request that
+// passes holds it until its task ends.
+func (s *Server) admitPolicy(o origin, msg *jsonrpc.Message) *reply {
 	if s.draining.Load() {
 		return refuse(http.StatusServiceUnavailable, msg.ID, jsonrpc.Errorf(jsonrpc.CodeServerPolicy, "Service Unavailable: execd is shutting down"))
 	}
-	if o.proc == nil && !s.streams.take(o.principal) {
+	if !o.hold(s) {
 		r := refuse(http.StatusTooManyRequests, msg.ID, s.tooMany())
 		r.retryAfter = true
 		return r
@@ -168,7 +146,7 @@ func (s *Server) tooMany() *jsonrpc.Error {
 // task is an admitted request with everything its end must undo.
 type task struct {
 	s      *Server
-	o      *origin
+	o      origin
 	c      *Call
 	m      method
 	ctx    context.Context
@@ -177,7 +155,6 @@ type task struct {
 
 	observed    func(RequestEnd) // reports its end to the Observer
 	scope       string           // its id is registered in this peer's scope
-	counted     bool             // it holds one count of the stream cap
 	session     *session         // it is in flight in this session
 	stopClose   func() bool      // the end of its connection no longer cancels it
 	stopSession func() bool      // the end of its session no longer cancels it
@@ -188,9 +165,9 @@ type task struct {
 // connection (as the era says), by the end of its session, and by
 // shutdown. It fails when the request's id is already in flight in its
 // peer.
-func (s *Server) register(o *origin, a admission, c *Call, m method, ri RequestInfo) (*task, *reply) {
+func (s *Server) register(o origin, a admission, c *Call, m method, ri RequestInfo) (*task, *reply) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
-	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now(), counted: o.proc == nil}
+	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now()}
 	if a.peer != nil {
 		if !s.inflight.add(a.peer.scope, c.id, cancel) {
 			cancel(nil)
@@ -201,10 +178,8 @@ func (s *Server) register(o *origin, a admission, c *Call, m method, ri RequestI
 	t.ctx, t.observed = s.obs.RequestStart(ctx, ri)
 	c.ctx = t.ctx
 	s.running.add(t)
-	// A modern stream close is the cancel (streamable-http.mdx of
-	// 2026-07-28); a legacy one is not, unless configured (RATIONALE.md).
-	if o.closed != nil && (a.era == EraModern || o.proc != nil || s.opts.CancelOnDisconnect) {
-		t.stopClose = context.AfterFunc(o.closed, t.clientGone)
+	if closed := o.src().closed; closed != nil && o.cancelsOnClose(s, a.era) {
+		t.stopClose = context.AfterFunc(closed, t.clientGone)
 	}
 	if sess := a.session; sess != nil {
 		t.session = sess
@@ -235,9 +210,7 @@ func (t *task) end() {
 		t.stopClose()
 	}
 	t.cancel(nil)
-	if t.counted {
-		t.s.streams.release(t.o.principal)
-	}
+	t.o.release(t.s)
 	if t.scope != "" {
 		t.s.inflight.remove(t.scope, t.c.id)
 	}
@@ -296,10 +269,8 @@ func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
 	if ce == nil {
 		return
 	}
-	c.mu.Lock()
-	ws := c.workspace
-	c.mu.Unlock()
-	fields := make([]zap.Field, 0, 9)
+	tags := c.tagged()
+	fields := make([]zap.Field, 0, 8+len(tags)/2)
 	fields = append(fields,
 		zap.String("id", c.id.String()), zap.String("method", c.method), zap.String("era", c.era.String()),
 		zap.String("transport", c.transport), zap.String("principal", c.principal),
@@ -307,21 +278,21 @@ func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
 	if code != 0 {
 		fields = append(fields, zap.Int("code", code))
 	}
-	if ws != "" {
-		fields = append(fields, zap.String("workspace", ws))
+	for i := 0; i+1 < len(tags); i += 2 {
+		fields = append(fields, zap.String(tags[i], tags[i+1]))
 	}
 	ce.Write(fields...)
 }
 
 // logReply is the one log line of a request answered without a run.
-func (s *Server) logReply(o *origin, era Era, msg *jsonrpc.Message, r *reply) {
+func (s *Server) logReply(o origin, era Era, msg *jsonrpc.Message, r *reply) {
 	ce := s.reqLog.Check(zap.InfoLevel, "request")
 	if ce == nil {
 		return
 	}
 	fields := []zap.Field{
 		zap.String("id", msg.ID.String()), zap.String("method", msg.Method), zap.String("era", era.String()),
-		zap.String("transport", o.transport), zap.String("principal", o.principal),
+		zap.String("transport", o.src().transport), zap.String("principal", o.src().principal),
 	}
 	if r.err != nil {
 		fields = append(fields, zap.String("status", "refused"), zap.Int("code", r.err.Code))

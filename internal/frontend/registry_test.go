@@ -5,363 +5,171 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
-
-	"execd/internal/worker"
-	"execd/internal/workspace"
+	"execd/internal/jsonrpc"
+	"execd/internal/mcptest"
 )
 
-// The front end over a real workspace.Manager, with a factory of tiny
-// interpreters that keep variables and write files:
-//
-//	set K V     remember K=V         get K     the value of K
-//	write F S   write S to the file F
-//	ask P       the answer of the run's Input to the prompt P
-//
-// Their images are their variables as JSON.
-type varsFactory struct{}
-
-func (varsFactory) Languages() []string   { return []string{"javascript"} }
-func (varsFactory) Compiling(string) bool { return false }
-
-func (varsFactory) NewRunner(_ context.Context, lang string, fsys sys.FS) (workspace.Runner, error) {
-	return &varsRunner{fsys: fsys, vars: map[string]string{}}, nil
+type sampleArgs struct {
+	Name   string  `json:"name" desc:"Who." missing:"whom to greet"`
+	Lang   string  `json:"lang"`
+	Count  *int64  `json:"count,omitempty" minimum:"1" maximum:"9" desc:"How often."`
+	Loud   *bool   `json:"loud,omitempty"`
+	Place  *string `json:"place,omitempty" header:"Place" enum:"home,work"`
+	Weight float64 `json:"weight,omitempty"`
 }
 
-func (varsFactory) ReadImage(r io.Reader) (workspace.Image, error) {
-	var img varsImage
-	if err := json.NewDecoder(r).Decode(&img); err != nil {
-		return nil, fmt.Errorf("%w: %v", workspace.ErrImageCorrupt, err)
-	}
-	return img, nil
-}
-
-func (varsFactory) Restore(_ context.Context, img workspace.Image, fsys sys.FS, _ bool) (workspace.Runner, error) {
-	vars := map[string]string{}
-	for k, v := range img.(varsImage) {
-		vars[k] = v
-	}
-	return &varsRunner{fsys: fsys, vars: vars}, nil
-}
-
-type varsImage map[string]string
-
-func (varsImage) Language() string { return "javascript" }
-func (img varsImage) WriteTo(w io.Writer) (int64, error) {
-	b, _ := json.Marshal(img)
-	n, err := w.Write(b)
-	return int64(n), err
-}
-
-type varsRunner struct {
-	mu   sync.Mutex
-	fsys sys.FS
-	vars map[string]string
-}
-
-func (r *varsRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, workspace.Facts) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res := worker.Result{Status: worker.StatusOK}
-	f := strings.SplitN(code, " ", 3)
-	switch {
-	case len(f) == 3 && f[0] == "set":
-		r.vars[f[1]] = f[2]
-	case len(f) == 2 && f[0] == "get":
-		v, ok := r.vars[f[1]]
-		if !ok {
-			res.Status, res.Error = worker.StatusError, &worker.GuestError{Type: "ReferenceError", Message: f[1] + " is not defined"}
-			break
-		}
-		res.Value = &v
-	case len(f) == 2 && f[0] == "ask":
-		ans := opts.Input.Input(ctx, f[1])
-		if ans.Status != worker.InputOK {
-			res.Status, res.Error = worker.StatusError, &worker.GuestError{Type: "EOFError", Message: fmt.Sprint(ans.Status)}
-			break
-		}
-		res.Value = &ans.Text
-	case len(f) == 3 && f[0] == "write":
-		file, errno := r.fsys.OpenFile(f[1], sys.O_WRONLY|sys.O_CREAT|sys.O_TRUNC, 0o600)
-		if errno == 0 {
-			_, errno = file.Write([]byte(f[2]))
-			file.Close()
-		}
-		if errno != 0 {
-			res.Status, res.Error = worker.StatusError, &worker.GuestError{Type: "Error", Message: errno.Error()}
-		}
-	default:
-		res.Status, res.Error = worker.StatusError, &worker.GuestError{Type: "SyntaxError", Message: "unknown command"}
-	}
-	return res, workspace.Facts{}
-}
-
-func (r *varsRunner) Snapshot(context.Context) (workspace.Image, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	img := varsImage{}
-	for k, v := range r.vars {
-		img[k] = v
-	}
-	return img, nil
-}
-
-func (r *varsRunner) MemoryBytes() int64 { return 1 << 20 }
-func (r *varsRunner) Close() error       { return nil }
-
-// newRegistryServer serves a real Manager over HTTP with two principals,
-// alice and bob.
-func newRegistryServer(t *testing.T) (alice, bob *client) {
-	t.Helper()
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens")
-	os.WriteFile(tokens, []byte("alice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
-	m, err := workspace.NewManager(workspace.Config{DataDir: filepath.Join(dir, "data")}, varsFactory{}, nil)
+// The inputSchema comes from the struct: types, descriptions, bounds,
+// enums, the mirrored header, required fields in their order, closed.
+func TestAddToolDerivesTheSchema(t *testing.T) {
+	s := newTestServer(testOptions())
+	err := AddTool(s, Tool[sampleArgs]{Name: "greet", Description: "Greets.",
+		Properties: map[string]map[string]any{"lang": {"enum": []string{"en", "fr"}}},
+		Run:        func(context.Context, *Call, sampleArgs) (any, *jsonrpc.Error) { return nil, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	cfg := testOptions()
-	cfg.AuthTokensFile = tokens
-	s := newTestServer(cfg, m)
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}, &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb"}
+	raw, err := s.toolsList(EraLegacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(list.Tools[len(list.Tools)-1]["inputSchema"])
+	want := `{"additionalProperties":false,"properties":{"count":{"description":"How often.","maximum":9,"minimum":1,"type":"integer"},` +
+		`"lang":{"enum":["en","fr"],"type":"string"},"loud":{"type":"boolean"},"name":{"description":"Who.","type":"string"},` +
+		`"place":{"enum":["home","work"],"type":"string","x-mcp-header":"Place"},"weight":{"type":"number"}},"required":["name","lang"],"type":"object"}`
+	if string(got) != want {
+		t.Fatalf("inputSchema\n got %s\nwant %s", got, want)
+	}
 }
 
-// inBothEras runs f once per era, each time with alice and bob on a new
-// server over a real registry.
-func inBothEras(t *testing.T, f func(t *testing.T, alice, bob *client, legacy bool)) {
-	for _, legacy := range []bool{false, true} {
-		t.Run(map[bool]string{false: "modern", true: "legacy"}[legacy], func(t *testing.T) {
-			alice, bob := newRegistryServer(t)
-			if legacy {
-				alice.initialize()
-				bob.initialize()
+// Arguments that do not fit the struct are an isError result that names
+// the first argument and what it must be; the handler gets the rest.
+func TestAddToolDecodesArguments(t *testing.T) {
+	s := newTestServer(testOptions())
+	var ran []sampleArgs
+	var invalid []string
+	err := AddTool(s, Tool[sampleArgs]{Name: "greet", Description: "Greets.",
+		Run: func(_ context.Context, _ *Call, in sampleArgs) (any, *jsonrpc.Error) {
+			ran = append(ran, in)
+			return StructuredResult(map[string]any{"ok": true}, false), nil
+		},
+		Invalid: func(in sampleArgs, msg string) any {
+			invalid = append(invalid, fmt.Sprintf("%s|%s", in.Lang, msg))
+			return StructuredResult(map[string]any{"error": msg}, true)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{T: t, URL: httpURL(t, s)}
+	c.Initialize()
+	for _, tc := range []struct{ args, want string }{
+		{`{"name":"Ada","lang":"en","count":3,"loud":true,"place":"home","weight":1.5}`, ""},
+		{`{"lang":"en"}`, "en|missing argument name: whom to greet"},
+		{`{"name":null,"lang":"fr"}`, "fr|missing argument name: whom to greet"},
+		{`{"name":"Ada"}`, "|missing argument lang"},
+		{`{"name":7,"lang":"en"}`, "en|argument name must be a string"},
+		{`{"name":"Ada","lang":"en","count":0}`, "en|argument count must be an integer from 1 to 9"},
+		{`{"name":"Ada","lang":"en","count":1.5}`, "en|argument count must be an integer from 1 to 9"},
+		{`{"name":"Ada","lang":"en","loud":"yes"}`, "en|argument loud must be a boolean"},
+	} {
+		invalid = nil
+		ran = nil
+		res, isErr := c.Tool("greet", mustObject(t, tc.args))
+		if tc.want == "" {
+			if isErr || len(ran) != 1 || *ran[0].Count != 3 || !*ran[0].Loud || *ran[0].Place != "home" || ran[0].Weight != 1.5 {
+				t.Errorf("%s: %v %v %+v", tc.args, res, isErr, ran)
 			}
-			f(t, alice, bob, legacy)
-		})
+			continue
+		}
+		if !isErr || len(ran) != 0 || len(invalid) != 1 || invalid[0] != tc.want || res["error"] != tc.want[strings.IndexByte(tc.want, '|')+1:] {
+			t.Errorf("%s: %v %v, invalid %q; want %q", tc.args, res, isErr, invalid, tc.want)
+		}
+	}
+	// Keys are read exactly: a case variant or an undeclared key is a
+	// protocol error naming it.
+	for _, args := range []string{`{"name":"a","lang":"en","Name":"b"}`, `{"name":"a","lang":"en","other":1}`} {
+		r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":`+args+`}}`, nil)
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if !strings.Contains(string(b), `"code":-32602`) {
+			t.Errorf("%s: %s", args, b)
+		}
 	}
 }
 
-// tool calls a tool in the client's era (modern when it has no session)
-// and returns the structured content (or the JSON of the text block) and
-// isError.
-func (c *client) tool(name string, args map[string]any) (map[string]any, bool) {
-	c.t.Helper()
-	params := map[string]any{"name": name, "arguments": args}
-	hdr := map[string]string{}
-	if c.session == "" {
-		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-		hdr["MCP-Protocol-Version"] = "2026-07-28"
-		hdr["Mcp-Method"] = "tools/call"
-		hdr["Mcp-Name"] = name
-		if ws, ok := args["workspace"].(string); ok {
-			hdr["Mcp-Param-Workspace"] = ws
+// A tool is refused at registration when it could not be listed or
+// called as declared.
+func TestAddToolRefusesBadTools(t *testing.T) {
+	s := newTestServer(testOptions())
+	run := func(context.Context, *Call, struct{}) (any, *jsonrpc.Error) { return nil, nil }
+	for name, err := range map[string]error{
+		"no description": AddTool(s, Tool[struct{}]{Name: "a", Run: run}),
+		"no run":         AddTool(s, Tool[struct{}]{Name: "a", Description: "x"}),
+		"taken name":     AddTool(s, Tool[struct{}]{Name: "test_echo", Description: "x", Run: run}),
+		"bad name":       AddTool(s, Tool[struct{}]{Name: "a b", Description: "x", Run: run}),
+		"given schema":   AddTool(s, Tool[struct{}]{Name: "a", Description: "x", InputSchema: map[string]any{}, Run: run}),
+		"raw, no schema": AddTool(s, Tool[json.RawMessage]{Name: "a", Description: "x", Run: func(context.Context, *Call, json.RawMessage) (any, *jsonrpc.Error) { return nil, nil }}),
+		"bad type": AddTool(s, Tool[struct {
+			A []int `json:"a"`
+		}]{Name: "a", Description: "x", Run: func(context.Context, *Call, struct {
+			A []int `json:"a"`
+		}) (any, *jsonrpc.Error) {
+			return nil, nil
+		}}),
+		"unknown property": AddTool(s, Tool[struct{}]{Name: "a", Description: "x", Properties: map[string]map[string]any{"b": {}}, Run: run}),
+	} {
+		if err == nil {
+			t.Errorf("%s: registered", name)
 		}
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	var msg map[string]any
-	for m := range events(c.post(context.Background(), string(body), hdr)) {
-		if m["id"] != nil {
-			msg = m
-		}
-	}
-	res, ok := msg["result"].(map[string]any)
-	if !ok {
-		c.t.Fatalf("%s: %v", name, msg)
-	}
-	isErr, _ := res["isError"].(bool)
-	if sc, ok := res["structuredContent"].(map[string]any); ok {
-		return sc, isErr
-	}
-	var sc map[string]any
-	text, _ := res["content"].([]any)[0].(map[string]any)["text"].(string)
-	if err := json.Unmarshal([]byte(text), &sc); err != nil {
-		c.t.Fatalf("%s: text block is not JSON: %q", name, text)
-	}
-	return sc, isErr
 }
 
-func (c *client) run(ws, code string) (map[string]any, bool) {
-	c.t.Helper()
-	return c.tool("execute_code", map[string]any{"workspace": ws, "language": "javascript", "code": code})
+// Beyond requestLinesPerSecond requests a second, one request line in
+// requestLinesPerSecond is written; the front end's other lines are not
+// sampled with them.
+func TestRequestLinesAreSampled(t *testing.T) {
+	lg := mcptest.NewLogs()
+	opts := testOptions()
+	opts.Logger = lg.Log
+	s, ts := newHTTP(t, opts)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	const n = 3 * requestLinesPerSecond
+	for i := range n {
+		resp := c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+2), nil)
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	// n requests within at most a few seconds: the first hundred of each
+	// second and one in a hundred after.
+	if got := lg.FilterMessage("request").Len(); got < requestLinesPerSecond || got >= n {
+		t.Errorf("%d request lines for %d requests", got, n+1)
+	}
+	s.log.Warn("something else")
+	if lg.FilterMessage("something else").Len() != 1 {
+		t.Error("another line was sampled with the request lines")
+	}
 }
 
-// Checkpoint, restore and fork through the tools, in both eras, with a real
-// registry: the state comes back, the fork is a copy, list_workspaces shows
-// them; and another principal can neither restore, fork nor list them.
-func TestCheckpointRestoreForkThroughTheTools(t *testing.T) {
-	inBothEras(t, func(t *testing.T, alice, bob *client, legacy bool) {
-		if sc, isErr := alice.run("a", "set x before"); isErr {
-			t.Fatalf("set: %v", sc)
-		}
-		sc, isErr := alice.tool("checkpoint_workspace", map[string]any{"workspace": "a"})
-		if isErr || sc["checkpoint"] != "cp-1" || sc["workspace"] != "a" {
-			t.Fatalf("checkpoint: %v", sc)
-		}
-		alice.run("a", "set x after")
-		if sc, isErr := alice.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); isErr {
-			t.Fatalf("restore: %v", sc)
-		}
-		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" || sc["status"] != "ok" {
-			t.Fatalf("after restore: %v", sc)
-		}
-		sc, isErr = alice.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "b"})
-		if isErr || sc["workspace"] != "b" {
-			t.Fatalf("fork: %v", sc)
-		}
-		alice.run("b", "set x forked")
-		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
-			t.Fatalf("the fork changed its source: %v", sc)
-		}
-		if sc, _ := alice.run("b", "get x"); sc["result"] != "forked" {
-			t.Fatalf("the fork: %v", sc)
-		}
-		list, _ := alice.tool("list_workspaces", map[string]any{})
-		var a map[string]any
-		for _, e := range list["workspaces"].([]any) {
-			if e.(map[string]any)["workspace"] == "a" {
-				a = e.(map[string]any)
-			}
-		}
-		if a == nil || a["live"] != true || len(a["checkpoints"].([]any)) != 1 || a["memoryBytes"].(float64) <= 0 || a["diskBytes"] == nil {
-			t.Fatalf("alice's list: %v", list)
-		}
-
-		// Bob, naming alice's workspace and checkpoint.
-		if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr {
-			t.Fatalf("bob restored alice's checkpoint: %v", sc)
-		}
-		if sc, isErr := bob.tool("fork_workspace", map[string]any{"workspace": "a", "new_workspace": "stolen"}); !isErr {
-			t.Fatalf("bob forked alice's workspace: %v", sc)
-		}
-		if sc, isErr := bob.tool("checkpoint_workspace", map[string]any{"workspace": "a"}); !isErr {
-			t.Fatalf("bob checkpointed alice's workspace: %v", sc)
-		}
-		if list, _ := bob.tool("list_workspaces", map[string]any{}); len(list["workspaces"].([]any)) != 0 {
-			t.Fatalf("bob lists alice's workspaces: %v", list)
-		}
-		// Bob's own workspace of the same name is his alone.
-		bob.run("a", "set x bob")
-		if sc, _ := alice.run("a", "get x"); sc["result"] != "before" {
-			t.Fatalf("bob's workspace a reached alice's: %v", sc)
-		}
-		if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": "a", "checkpoint": "cp-1"}); !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "no checkpoint") {
-			t.Fatalf("bob restoring a checkpoint of his own workspace that only alice's has: %v", sc)
-		}
-	})
+func httpURL(t *testing.T, s *Server) string {
+	t.Helper()
+	ts := httptestServer(t, s)
+	return ts + "/mcp"
 }
 
-// rpc sends one request of the client's era (modern without a session)
-// and returns the response.
-func (c *client) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
-	c.t.Helper()
-	if hdr == nil {
-		hdr = map[string]string{}
+func mustObject(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
 	}
-	if c.session == "" {
-		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-		hdr["MCP-Protocol-Version"] = "2026-07-28"
-		hdr["Mcp-Method"] = method
-		if uri, ok := params["uri"].(string); ok {
-			hdr["Mcp-Name"] = uri
-		}
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	resp := c.post(context.Background(), string(body), hdr)
-	defer resp.Body.Close()
-	var msg map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
-		c.t.Fatalf("%s: %v", method, err)
-	}
-	return msg
-}
-
-// With auth, principal B can neither read A's files as resources (by
-// guessing the URI), nor see them listed, nor read them with read_file;
-// paths that leave the workspace are refused through every door.
-func TestWorkspaceFilesBelongToTheirPrincipal(t *testing.T) {
-	inBothEras(t, func(t *testing.T, alice, bob *client, legacy bool) {
-		sc, isErr := alice.run("a", "write report.txt alice's-secret")
-		files, _ := sc["files"].([]any)
-		if isErr || len(files) != 1 || files[0].(map[string]any)["uri"] != "workspace://a/report.txt" {
-			t.Fatalf("alice's run: %v", sc)
-		}
-		read := alice.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
-		if b, _ := json.Marshal(read); !strings.Contains(string(b), "alice's-secret") {
-			t.Fatalf("alice reads her file: %s", b)
-		}
-		if b, _ := json.Marshal(alice.rpc("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), "workspace://a/report.txt") {
-			t.Fatalf("alice's resources/list: %s", b)
-		}
-
-		got := bob.rpc("resources/read", map[string]any{"uri": "workspace://a/report.txt"}, nil)
-		wantCode := float64(codeResourceNotFound)
-		if !legacy {
-			wantCode = -32602
-		}
-		if e, _ := got["error"].(map[string]any); e == nil || e["code"] != wantCode {
-			t.Fatalf("bob reading alice's URI: %v", got)
-		}
-		if b, _ := json.Marshal(bob.rpc("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "report.txt") {
-			t.Fatalf("bob's resources/list shows alice's file: %s", b)
-		}
-		if sc, isErr := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); !isErr || strings.Contains(fmt.Sprint(sc), "secret") {
-			t.Fatalf("bob's read_file of alice's file: %v", sc)
-		}
-		// Bob's write to his own "a" does not reach alice's.
-		if sc, isErr := bob.tool("write_file", map[string]any{"workspace": "a", "path": "report.txt", "content": "bob's"}); isErr {
-			t.Fatalf("bob's write_file: %v", sc)
-		}
-		if sc, _ := alice.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "alice's-secret" {
-			t.Fatalf("alice's file after bob's write: %v", sc)
-		}
-
-		for _, uri := range []string{"workspace://a/..%2F..%2Fbob%2Fa%2Freport.txt", "workspace://a/%2E%2E/x", "workspace://../etc/passwd"} {
-			got := alice.rpc("resources/read", map[string]any{"uri": uri}, nil)
-			e, _ := got["error"].(map[string]any)
-			if e == nil || e["code"] != float64(-32602) {
-				t.Errorf("resources/read %s: %v", uri, got)
-			}
-		}
-		for _, p := range []string{"../bob/a/report.txt", "/workspace/../../bob/a/report.txt", "/etc/passwd"} {
-			if sc, isErr := alice.tool("read_file", map[string]any{"workspace": "a", "path": p}); !isErr || sc["content"] != nil {
-				t.Errorf("read_file %s: %v", p, sc)
-			}
-			if sc, isErr := alice.tool("write_file", map[string]any{"workspace": "a", "path": p, "content": "x"}); !isErr {
-				t.Errorf("write_file %s: %v", p, sc)
-			}
-		}
-		if sc, _ := bob.tool("read_file", map[string]any{"workspace": "a", "path": "report.txt"}); sc["content"] != "bob's" {
-			t.Fatalf("bob's file after alice's attempts: %v", sc)
-		}
-	})
-}
-
-// The client's answer reaches the code waiting for it although the
-// workspace is busy with that very code and other calls wait behind it:
-// responses are intercepted before routing, never queued.
-func TestAnswerReachesABusyWorkspace(t *testing.T) {
-	alice, _ := newRegistryServer(t)
-	alice.initElicit()
-	id, ev := alice.ask(1, "Name?") // workspace w1
-	queued := events(alice.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"set x 1","language":"javascript","workspace":"w1"}}}`, nil))
-	if code := alice.respond(id, "Ada"); code != 202 {
-		t.Fatalf("the answer: HTTP %d", code)
-	}
-	if sc := resultOf(t, ev); sc["result"] != "Ada" {
-		t.Fatalf("the code got %v", sc)
-	}
-	if sc := resultOf(t, queued); sc["status"] != "ok" {
-		t.Fatalf("the call queued behind it: %v", sc)
-	}
+	return m
 }

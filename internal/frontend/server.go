@@ -1,7 +1,10 @@
-// Package frontend is execd's MCP front end: the streamable-HTTP endpoint
-// and stdio, both protocol eras, sessions (legacy only), JSON-RPC, the
+// Package frontend is execd's MCP engine: the streamable-HTTP endpoint and
+// stdio, both protocol eras, sessions (legacy only), JSON-RPC, the
 // interception of cancellations and client responses before routing, the
-// method table and the tool handlers.
+// input plumbing (elicitation, input_required) and a typed registry of
+// tools, resources and prompts. It knows MCP, not sandboxes: execd's own
+// tools live in internal/tools and register here through AddTool, as the
+// conformance fixtures do (cmd/execd-conformance).
 //
 // Every message, whatever carried it, goes through one pipeline
 // (pipeline.go): decode, intercept cancels and client responses
@@ -13,46 +16,21 @@ package frontend
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"execd/internal/workspace"
 )
 
 // ServerName identifies execd on the wire.
 const ServerName = "execd"
 
-// Executor runs code in workspaces and keeps them. *workspace.Manager
-// implements it; the methods are documented there. Errors meant for the
-// user are *workspace.Error.
-type Executor interface {
-	Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error)
-	List(principal string) []workspace.Info
-	Reset(ctx context.Context, principal, id string, files bool) error
-	Delete(ctx context.Context, principal, id string) error
-	Checkpoint(ctx context.Context, principal, id, name string) (string, error)
-	RestoreCheckpoint(ctx context.Context, principal, id, checkpoint string) error
-	Fork(ctx context.Context, principal, id, newID string) (string, error)
-	ReadFile(ctx context.Context, principal, id, path string, offset, length int64) (workspace.FileData, error)
-	WriteFile(ctx context.Context, principal, id, path string, data []byte) (workspace.FileInfo, error)
-	RecentFiles(principal string) []workspace.FileInfo
-}
-
-// Options configure a Server. Each field says what its zero value means;
-// only Executor is required.
+// Options configure a Server. Each field says what its zero value means.
 type Options struct {
-	// Executor runs execute_code and the workspace tools. Required.
-	Executor Executor
-	// Languages are the guests the Executor runs, named in execute_code's
-	// description and schema. Nil means javascript alone.
-	Languages []string
 	// Version is execd's version in serverInfo. Empty means "dev".
 	Version string
 	// Logger gets one line per request (at most requestLinesPerSecond a
@@ -93,14 +71,9 @@ type Options struct {
 	// SessionIdleTTL ends a legacy session idle this long (no call in
 	// flight). Zero means sessions never expire.
 	SessionIdleTTL time.Duration
-	// NewID mints the id of a workspace that a call of a client that can
-	// be asked for input creates (its id must be known before the run
-	// ends; ask.go); it must mint what the Executor would (cmd/execd gives
-	// both the same minter). Nil means a random UUIDv4.
-	NewID func() string
-	// InputTimeout is how long the code's input() waits for the person's
-	// answer, and how long an input_required round's requestState stays
-	// valid. Zero means 5 minutes.
+	// InputTimeout is how long a handler waits for the person's answer
+	// (Server.InputTimeout), and how long an input_required round's
+	// requestState stays valid. Zero means 5 minutes.
 	InputTimeout time.Duration
 	// SessionKey is a secret shared by every instance behind one balancer
 	// (cluster.session_key_file): session ids are signed with it, and a
@@ -108,18 +81,6 @@ type Options struct {
 	// that session here, so that a legacy session works on every
 	// instance. Nil means random ids that only this Server knows.
 	SessionKey []byte
-
-	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
-	// Zero means no bound.
-	RequestTimeout time.Duration
-	// MaxOutputBytes is the Executor's cap on stdout and stderr, named in
-	// the error of a truncated result. Zero leaves the figure out.
-	MaxOutputBytes int
-
-	// Extensions are tools, prompts and resources served beside execd's
-	// own (the conformance fixtures, cmd/execd-conformance). Nil means
-	// none.
-	Extensions *Extensions
 
 	// Observer watches every request (observe.go). Nil means nothing is
 	// observed.
@@ -131,7 +92,9 @@ type Options struct {
 var (
 	errClientCancel = errors.New("cancelled by the client")
 	errClientGone   = errors.New("the client closed the stream")
-	errShutdown     = errors.New("execd is shutting down")
+	// ErrShutdown is the cause of the end of every call's context, and of
+	// Server.Detached, once the shutdown grace is over.
+	ErrShutdown     = errors.New("execd is shutting down")
 	errSessionEnded = errors.New("the session ended")
 )
 
@@ -159,19 +122,22 @@ func sampled(log *zap.Logger) *zap.Logger {
 
 // Server is the transport-independent core.
 type Server struct {
-	opts      Options
-	log       *zap.Logger
-	reqLog    *zap.Logger // log, sampled: the one line per request
-	exec      Executor
-	tools     *toolSet
-	toolsList [2]preEncoded // tools/list's result per era
-	feat      features
-	table     map[string]method
+	opts   Options
+	log    *zap.Logger
+	reqLog *zap.Logger // log, sampled: the one line per request
+	tools  *toolSet
+	feat   features
+	table  map[string]method
+	// resultMeta is the modern _meta member every result carries
+	// (ResultEnvelope), encoded once.
+	resultMeta []byte
+
+	instrMu      sync.RWMutex
+	instructions string
 
 	sessions *sessionStore
 	inflight *inflight
 	pending  *pendingRequests
-	paused   *pausedRuns
 	auth     *authenticator
 	streams  *streamGauge
 	obs      Observer
@@ -184,7 +150,7 @@ type Server struct {
 	// is refused.
 	loopback bool
 
-	// runCtx parents every call; it is cancelled with errShutdown once the
+	// runCtx parents every call; it is cancelled with ErrShutdown once the
 	// shutdown grace is over. stopping is closed when shutdown begins, to
 	// end long-lived streams (GET, listen) and refuse new requests.
 	runCtx    context.Context
@@ -199,12 +165,6 @@ type Server struct {
 // New returns a Server. Call Shutdown when done with it: it ends the
 // session sweeper's goroutine and every stream and call still open.
 func New(opts Options) (*Server, error) {
-	if opts.Executor == nil {
-		return nil, errors.New("frontend: Options.Executor is required")
-	}
-	if len(opts.Languages) == 0 {
-		opts.Languages = []string{"javascript"}
-	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -216,9 +176,6 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.InputTimeout <= 0 {
 		opts.InputTimeout = 5 * time.Minute
-	}
-	if opts.NewID == nil {
-		opts.NewID = uuid.NewString
 	}
 	log := opts.Logger
 	if log == nil {
@@ -237,11 +194,10 @@ func New(opts Options) (*Server, error) {
 		opts:      opts,
 		log:       log,
 		reqLog:    sampled(log),
-		exec:      opts.Executor,
+		tools:     &toolSet{byName: map[string]*tool{}},
 		sessions:  newSessionStore(opts.SessionIdleTTL, opts.SessionKey),
 		inflight:  newInflight(),
 		pending:   newPendingRequests(),
-		paused:    newPausedRuns(),
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
 		obs:       opts.Observer,
@@ -254,14 +210,12 @@ func New(opts Options) (*Server, error) {
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}
-	s.tools = newToolSet(s)
-	if err := s.extend(opts.Extensions); err != nil {
-		return nil, err
-	}
 	s.table = s.methods()
-	if err := s.encodeToolsList(); err != nil {
+	si, err := json.Marshal(s.serverInfo())
+	if err != nil {
 		return nil, err
 	}
+	s.resultMeta = append(append([]byte(`"_meta":{"`+metaServerInfo+`":`), si...), "},"...)
 	if ttl := opts.SessionIdleTTL; ttl > 0 {
 		go s.sweepSessions(min(max(ttl/4, time.Second), time.Minute))
 	} else if opts.SessionKey != nil {
@@ -301,11 +255,10 @@ func (s *Server) Shutdown(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		s.cancelRun(errShutdown)
+		s.cancelRun(ErrShutdown)
 		<-done
 	}
-	s.cancelRun(errShutdown)
-	s.paused.closeAll()
+	s.cancelRun(ErrShutdown)
 	s.sessions.closeAll()
 }
 
@@ -324,24 +277,43 @@ func (e Era) String() string {
 	return "legacy"
 }
 
-// instructions tells the model what execd is for, in discover and
-// initialize results.
-func (s *Server) instructions() string {
-	langs := strings.Join(s.opts.Languages, " and ") + " code"
-	return "Runs " + langs + " in sandboxes with execute_code. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls."
+// SetInstructions sets what server/discover and initialize tell the model
+// the server is for. Empty, the default, means none.
+func (s *Server) SetInstructions(text string) {
+	s.instrMu.Lock()
+	s.instructions = text
+	s.instrMu.Unlock()
 }
+
+func (s *Server) getInstructions() string {
+	s.instrMu.RLock()
+	defer s.instrMu.RUnlock()
+	return s.instructions
+}
+
+// InputTimeout is how long a request waits for the person's answer, and
+// how long an input_required round's requestState stays valid
+// (Options.InputTimeout).
+func (s *Server) InputTimeout() time.Duration { return s.opts.InputTimeout }
+
+// Detached is a context for work that outlives the request that started
+// it (a run that waits for the person's answer across requests): it ends,
+// with the cause ErrShutdown, when the shutdown grace is over.
+func (s *Server) Detached() context.Context { return s.runCtx }
 
 func (s *Server) serverInfo() map[string]string {
 	return map[string]string{"name": ServerName, "version": s.opts.Version}
 }
 
 func (s *Server) capabilities() map[string]any {
-	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{},
-		"resources": map[string]any{"listChanged": false, "subscribe": false}}
-	if s.feat.prompts != nil {
+	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	if s.feat.hasResources() {
+		caps["resources"] = map[string]any{"listChanged": false, "subscribe": false}
+	}
+	if s.feat.hasPrompts() {
 		caps["prompts"] = map[string]any{"listChanged": false}
 	}
-	if s.feat.completions {
+	if s.feat.hasCompletions() {
 		caps["completions"] = map[string]any{}
 	}
 	return caps

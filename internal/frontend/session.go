@@ -191,6 +191,6 @@ func (st *sessionStore) closeAll() {
 	defer st.mu.Unlock()
 	for id, s := range st.m {
 		delete(st.m, id)
-		s.cancel(errShutdown)
+		s.cancel(ErrShutdown)
 	}
 }

@@ -15,33 +15,33 @@ func TestSignedSessionsWorkOnEveryInstance(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	opts := testOptions()
 	opts.SessionKey = key
-	_, a := newHTTP(t, opts, &fakeExec{})
-	_, b := newHTTP(t, opts, &fakeExec{})
+	_, a := newHTTP(t, opts)
+	_, b := newHTTP(t, opts)
 	other := testOptions()
 	other.SessionKey = []byte("another key, of the same length!")
-	_, c := newHTTP(t, other, &fakeExec{})
-	_, plain := newHTTP(t, testOptions(), &fakeExec{})
+	_, c := newHTTP(t, other)
+	_, plain := newHTTP(t, testOptions())
 
-	ca := &client{t: t, url: a.URL + "/mcp"}
-	ca.initialize()
+	ca := &client{T: t, URL: a.URL + "/mcp"}
+	ca.Initialize()
 	call := func(url, session string) int {
-		cl := &client{t: t, url: url + "/mcp", session: session}
-		resp := cl.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"}}}`, nil)
+		cl := &client{T: t, URL: url + "/mcp", Session: session}
+		resp := cl.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_echo","arguments":{"text":"6*7"}}}`, nil)
 		_, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if got := call(b.URL, ca.session); got != http.StatusOK {
+	if got := call(b.URL, ca.Session); got != http.StatusOK {
 		t.Fatalf("instance b on a's session: HTTP %d", got)
 	}
 	for name, url := range map[string]string{"a different key": c.URL, "no key": plain.URL} {
-		if got := call(url, ca.session); got != http.StatusNotFound {
+		if got := call(url, ca.Session); got != http.StatusNotFound {
 			t.Errorf("an instance with %s took up the session: HTTP %d", name, got)
 		}
 	}
-	forged := ca.session[:len(ca.session)-1] + "0"
-	if forged == ca.session {
-		forged = ca.session[:len(ca.session)-1] + "1"
+	forged := ca.Session[:len(ca.Session)-1] + "0"
+	if forged == ca.Session {
+		forged = ca.Session[:len(ca.Session)-1] + "1"
 	}
 	if got := call(b.URL, forged); got != http.StatusNotFound {
 		t.Errorf("a forged signature was accepted: HTTP %d", got)
@@ -51,7 +51,7 @@ func TestSignedSessionsWorkOnEveryInstance(t *testing.T) {
 
 	// DELETE on b ends it there, and b does not take it up again.
 	req, _ := http.NewRequest(http.MethodDelete, b.URL+"/mcp", nil)
-	req.Header.Set("Mcp-Session-Id", ca.session)
+	req.Header.Set("Mcp-Session-Id", ca.Session)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestSignedSessionsWorkOnEveryInstance(t *testing.T) {
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
-	if got := call(b.URL, ca.session); got != http.StatusNotFound {
+	if got := call(b.URL, ca.Session); got != http.StatusNotFound {
 		t.Errorf("after DELETE the session still works on b: HTTP %d", got)
 	}
 }

@@ -57,7 +57,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	p := &stdioProc{w: bufio.NewWriter(w), log: s.log, peer: newPeer("p:" + strconv.FormatInt(s.procs.Add(1), 10))}
 	ctx, cancelAll := context.WithCancelCause(ctx)
 	defer cancelAll(nil)
-	o := &origin{transport: "stdio", principal: LocalPrincipal, proc: p, closed: ctx}
+	o := &stdioOrigin{source: source{transport: "stdio", principal: LocalPrincipal, closed: ctx}, proc: p}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
@@ -127,7 +127,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 }
 
 // stdioLine serves one line that holds one message.
-func (s *Server) stdioLine(o *origin, line []byte, wg *sync.WaitGroup) {
+func (s *Server) stdioLine(o *stdioOrigin, line []byte, wg *sync.WaitGroup) {
 	p := o.proc
 	msg, jerr := jsonrpc.Decode(line)
 	if jerr != nil {
@@ -147,7 +147,7 @@ func (s *Server) stdioLine(o *origin, line []byte, wg *sync.WaitGroup) {
 // lineSink writes every message of a request as its own line.
 type lineSink struct{ p *stdioProc }
 
-func (l lineSink) reply(r *reply)        { l.p.writeLine(r.encode()) }
+func (l lineSink) reply(r *reply)        { l.p.writeLine(r.encode(l.p.log)) }
 func (l lineSink) open(string)           {}
 func (l lineSink) send(b []byte) error   { return l.p.write(b) }
 func (l lineSink) answer(b []byte) error { l.p.writeLine(b); return nil }
@@ -158,7 +158,7 @@ func (l lineSink) accepted()             {}
 // initialize. Its messages go through the pipeline one by one; their
 // notifications are lines of their own, and the answers one array line
 // once all have answered.
-func (s *Server) stdioBatch(o *origin, line []byte, wg *sync.WaitGroup) {
+func (s *Server) stdioBatch(o *stdioOrigin, line []byte, wg *sync.WaitGroup) {
 	p := o.proc
 	items, jerr := splitBatch(line)
 	if jerr != nil {
@@ -169,7 +169,7 @@ func (s *Server) stdioBatch(o *origin, line []byte, wg *sync.WaitGroup) {
 		p.writeLine(jsonrpc.EncodeError(jsonrpc.NullID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: batches are allowed only after initialize with 2025-03-26")))
 		return
 	}
-	answers := &batchAnswers{}
+	answers := &batchAnswers{log: s.log}
 	var bwg sync.WaitGroup
 	for _, it := range items {
 		msg, jerr := decodeBatchItem(it)

@@ -30,9 +30,6 @@ const (
 	StatusInterrupted Status = "interrupted"
 	// StatusOOM: the code ran out of the memory the sandbox allows.
 	StatusOOM Status = "oom"
-	// StatusReset: the code ran to completion, but on a fresh interpreter:
-	// state from earlier calls was lost (hard kill, crash or eviction before).
-	StatusReset Status = "reset"
 )
 
 // GuestError is an uncaught exception raised by guest code.
@@ -55,10 +52,6 @@ type Result struct {
 	// Truncated reports that stdout or stderr exceeded the output cap; the
 	// kept text has its head and tail with a marker in between.
 	Truncated bool
-	// Reset reports that the instance this run used (or ended with) is not
-	// the one earlier runs used: its interpreter state was lost. It is
-	// Discarded != "" || FreshInstance.
-	Reset bool
 	// Duration is the wall time of the run inside the worker, less the
 	// time the guest waited for input.
 	Duration time.Duration
@@ -67,7 +60,8 @@ type Result struct {
 	// Config.MaxImageBytes (the guest was refused the others).
 	Images []Picture
 
-	// Facts about the instance, for the caller to interpret.
+	// Facts about the instance, for the caller to interpret (what they
+	// mean for the user's state is the workspace's to decide).
 
 	// Discarded says why the instance this run used was thrown away after
 	// it ("" when it was not); the next Run starts on a new instance.
@@ -84,6 +78,10 @@ type Result struct {
 	// out of memory may be the daemon's, not the worker's own limit.
 	BudgetExceeded bool
 }
+
+// Discontinuous reports the fact that the instance this run used, or ended
+// with, is not the one earlier runs used: Discarded != "" || FreshInstance.
+func (r Result) Discontinuous() bool { return r.Discarded != "" || r.FreshInstance }
 
 // Picture is an image the code showed (execd.show in sandbox/ABI.md).
 type Picture struct {

@@ -85,7 +85,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 		defer w.Close()
 		mustRun(t, w, "import sqlite3\ndb = sqlite3.connect(':memory:')\nkept = 'yes'", StatusOK)
 		r := runWithTimeout(w, runawayCTE, 200*time.Millisecond)
-		if r.Status != StatusTimeout || r.Reset {
+		if r.Status != StatusTimeout || r.Discontinuous() {
 			t.Errorf("strict=%v: runaway query = %s; want timeout, state kept", strict, describe(r))
 		}
 		if got := value(mustRun(t, w, "kept, db.execute('select 6 * 7').fetchone()", StatusOK)); got != "('yes', (42,))" {
@@ -93,7 +93,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 		}
 		// Caught by the code: the stop comes back at the next check.
 		r = runWithTimeout(w, "try:\n    "+runawayCTE+"\nexcept sqlite3.OperationalError as e:\n    caught = e.args[0]\nwhile True:\n    pass", 200*time.Millisecond)
-		if r.Status != StatusTimeout || r.Reset {
+		if r.Status != StatusTimeout || r.Discontinuous() {
 			t.Errorf("strict=%v: caught stop = %s", strict, describe(r))
 		}
 		if got := value(mustRun(t, w, "caught", StatusOK)); got != "'interrupted'" {
@@ -105,7 +105,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 		time.AfterFunc(200*time.Millisecond, cancel)
 		r = w.Run(ctx, runawayCTE, RunOptions{})
 		cancel()
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Errorf("strict=%v: cancelled query = %s; want interrupted", strict, describe(r))
 		}
 		if got := value(mustRun(t, w, "calls > 10, kept", StatusOK)); got != "(True, 'yes')" {
@@ -113,7 +113,7 @@ func TestPythonSQLiteStopsSoftly(t *testing.T) {
 		}
 		// Removing it leaves the stop in place.
 		mustRun(t, w, "db.set_progress_handler(None, 0)", StatusOK)
-		if r := runWithTimeout(w, runawayCTE, 200*time.Millisecond); r.Status != StatusTimeout || r.Reset {
+		if r := runWithTimeout(w, runawayCTE, 200*time.Millisecond); r.Status != StatusTimeout || r.Discontinuous() {
 			t.Errorf("strict=%v: after set_progress_handler(None): %s", strict, describe(r))
 		}
 		// A handler that aborts is the code's own error.
@@ -153,7 +153,7 @@ func TestPythonHeapCapEveryAllocator(t *testing.T) {
 		}
 		mustRun(t, w, "keep = 'kept'\n"+b.setup, StatusOK)
 		r := w.Run(context.Background(), b.bomb, RunOptions{})
-		if r.Status != StatusOOM || r.Error == nil || r.Error.Type != "MemoryError" || r.Reset {
+		if r.Status != StatusOOM || r.Error == nil || r.Error.Type != "MemoryError" || r.Discontinuous() {
 			t.Errorf("%s: %s; want oom, state kept", b.domain, describe(r))
 		}
 		if got := value(w.Run(context.Background(), "keep, x is not None", RunOptions{})); got != "('kept', True)" {
@@ -438,7 +438,7 @@ func TestJSModules(t *testing.T) {
 		}
 	}
 	// A module's own loop stops like any code.
-	if r := runWithTimeout(w, "await import('./loop.mjs')", 200*time.Millisecond); r.Status != StatusTimeout || r.Reset {
+	if r := runWithTimeout(w, "await import('./loop.mjs')", 200*time.Millisecond); r.Status != StatusTimeout || r.Discontinuous() {
 		t.Errorf("endless module: %s", describe(r))
 	}
 	check(t, w, "after all that", "greet('end')", `"hello end"`)
@@ -513,7 +513,7 @@ func FuzzJSImportRewrite(f *testing.F) {
 			cell = "import " + cell
 		}
 		r := runWithTimeout(w, cell, 200*time.Millisecond)
-		if r.Reset {
+		if r.Discontinuous() {
 			t.Fatalf("%q reset the interpreter: %s", cell, describe(r))
 		}
 		switch r.Status {

@@ -27,7 +27,7 @@ func TestMemoryBudget(t *testing.T) {
 			w := langWorker(t, e, lang, WorkerOptions{})
 			mustRun(t, w, stateCode[lang].set, StatusOK)
 			r := w.Run(context.Background(), bombCode[lang], RunOptions{})
-			if r.Status != StatusOOM || !r.BudgetExceeded || r.Reset {
+			if r.Status != StatusOOM || !r.BudgetExceeded || r.Discontinuous() {
 				t.Fatalf("bomb under a 64 MiB budget: %s (budget exceeded %v)", describe(r), r.BudgetExceeded)
 			}
 			if e.MemoryBytes() > e.MemoryBudget() {

@@ -39,7 +39,7 @@ func TestJSTimeoutWhileDrainingJobs(t *testing.T) {
 		mustRun(t, w, "let kept = 'yes'", StatusOK)
 		for _, c := range cases {
 			r := runWithTimeout(w, c.code, 100*time.Millisecond)
-			if r.Status != StatusTimeout || r.Reset {
+			if r.Status != StatusTimeout || r.Discontinuous() {
 				t.Errorf("strict=%v %s: %s; want timeout, state kept", strict, c.name, describe(r))
 			}
 			if strings.Contains(r.Stderr, "interrupted") {
@@ -168,7 +168,7 @@ func TestPythonStopIgnoresSignalHandlers(t *testing.T) {
 			mustRun(t, w, "import signal\nkept = [1, 2]\ncalls = []\n"+c.setup+"\nmine = signal.getsignal(signal.SIGINT)", StatusOK)
 			for _, loop := range []string{"while True: pass", "import time\ntime.sleep(3600)", "try:\n    while True: pass\nexcept KeyboardInterrupt:\n    while True: pass"} {
 				r := runWithTimeout(w, loop, 100*time.Millisecond)
-				if r.Status != StatusTimeout || r.Reset {
+				if r.Status != StatusTimeout || r.Discontinuous() {
 					t.Fatalf("%q: %s; want timeout, state kept", loop, firstLines(describe(r), 8))
 				}
 				if strings.Contains(r.Stderr, "Signal") || strings.Contains(r.Stderr, "Traceback") {
@@ -220,10 +220,10 @@ func TestPythonRecursionLimitClamped(t *testing.T) {
 	for _, c := range deep {
 		// The deadline only bounds a failure: RecursionError comes long before.
 		r := runWithTimeout(w, c.code, 30*time.Second)
-		if r.Status != StatusError || r.Error == nil || r.Error.Type != "RecursionError" || r.Reset {
+		if r.Status != StatusError || r.Error == nil || r.Error.Type != "RecursionError" || r.Discontinuous() {
 			t.Errorf("%s: %s; want RecursionError, state kept", c.name, firstLines(describe(r), 6))
-			if r.Reset {
-				mustRun(t, w, "import sys\nkept = 'yes'\nsys.setrecursionlimit(10**6)", StatusReset)
+			if r.Discontinuous() {
+				mustRunFresh(t, w, "import sys\nkept = 'yes'\nsys.setrecursionlimit(10**6)")
 			}
 			continue
 		}
@@ -254,11 +254,11 @@ func TestPythonRecursionLimitClamped(t *testing.T) {
 		"import ast\ne = ast.Constant(1)\nfor _ in range(6000):\n    e = ast.Call(ast.Name('f', ast.Load()), [e], [])\ncompile(ast.fix_missing_locations(ast.Expression(e)), 's', 'eval')",
 	} {
 		r := w.Run(context.Background(), code, RunOptions{})
-		if r.Reset || (r.Status != StatusOK && r.Status != StatusError && r.Status != StatusOOM) {
+		if r.Discontinuous() || (r.Status != StatusOK && r.Status != StatusError && r.Status != StatusOOM) {
 			t.Errorf("%s: %s", code, firstLines(describe(r), 6))
 		}
-		if r.Reset {
-			mustRun(t, w, "import sys\nkept = 'yes'\nsys.setrecursionlimit(10**6)", StatusReset)
+		if r.Discontinuous() {
+			mustRunFresh(t, w, "import sys\nkept = 'yes'\nsys.setrecursionlimit(10**6)")
 		}
 	}
 	// A limit below the clamp is honoured exactly.

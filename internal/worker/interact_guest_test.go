@@ -194,7 +194,7 @@ func TestCancelWhileWaitingForInput(t *testing.T) {
 		<-src.asked
 		cancel()
 		r := <-done
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("%s: %s", lang, describe(r))
 		}
 		if r := mustRun(t, w, code[1], StatusOK); value(r) != "7" {

@@ -185,7 +185,7 @@ func TestTimeoutPausesWhileTheGuestWaits(t *testing.T) {
 	t.Parallel()
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	mustRun(t, w, "1", StatusOK)
-	if r := w.Run(context.Background(), "while (true) {}", RunOptions{Timeout: 50 * time.Millisecond}); r.Status != StatusTimeout || r.Reset ||
+	if r := w.Run(context.Background(), "while (true) {}", RunOptions{Timeout: 50 * time.Millisecond}); r.Status != StatusTimeout || r.Discontinuous() ||
 		!strings.Contains(r.Error.Message, "timed out") {
 		t.Fatalf("a timeout without input: %s", describe(r))
 	}

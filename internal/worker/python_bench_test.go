@@ -114,7 +114,7 @@ func BenchmarkPythonSoftInterrupt(b *testing.B) {
 			r := w.Run(ctx, "from execd import progress\nprogress(1)\nwhile True: pass", RunOptions{Sink: rec})
 			total += time.Since(at)
 			cancel()
-			if r.Status != StatusInterrupted || r.Reset {
+			if r.Status != StatusInterrupted || r.Discontinuous() {
 				b.Fatal(describe(r))
 			}
 		}

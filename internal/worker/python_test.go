@@ -240,7 +240,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 		}()
 		r := w.Run(ctx, loop, RunOptions{})
 		cancel()
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("interrupted run = %s", describe(r))
 		}
 	}
@@ -251,7 +251,7 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	r := w.Run(ctx, "while True: pass", RunOptions{})
-	if r.Status != StatusTimeout || r.Reset {
+	if r.Status != StatusTimeout || r.Discontinuous() {
 		t.Fatalf("timed-out run = %s", describe(r))
 	}
 	// The next cell is not hit by a stale interrupt.
@@ -273,13 +273,13 @@ func TestPythonHardKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	r := w.Run(ctx, "sum(range(10**15))", RunOptions{})
-	if r.Status != StatusTimeout || !r.Reset {
+	if r.Status != StatusTimeout || !r.Discontinuous() {
 		t.Fatalf("C loop = %s", describe(r))
 	}
 	if n := w.e.Abandoned(); n != 0 {
 		t.Fatalf("the kill switch did not stop the C loop: %d call(s) still running", n)
 	}
-	r = mustRun(t, w, "'x' in globals()", StatusReset)
+	r = mustRunFresh(t, w, "'x' in globals()")
 	if r.Value == nil || *r.Value != "False" {
 		t.Fatalf("after reset: %s", describe(r))
 	}
@@ -293,7 +293,7 @@ func TestPythonMemoryLimit(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{Dir: dir})
 	mustRun(t, w, "keep = list(range(1000))", StatusOK)
 	r := mustRun(t, w, "bomb = []\nwhile True:\n    bomb.append(bytearray(1 << 20))", StatusOOM)
-	if r.Error == nil || r.Error.Type != "MemoryError" || r.Reset {
+	if r.Error == nil || r.Error.Type != "MemoryError" || r.Discontinuous() {
 		t.Fatalf("memory bomb = %s", describe(r))
 	}
 	// The heap is full (bomb is still referenced) but the workspace works.
@@ -321,17 +321,17 @@ func TestPythonMemoryLimit(t *testing.T) {
 func TestPythonRecursion(t *testing.T) {
 	w := newPyWorker(t, WorkerOptions{})
 	r := mustRun(t, w, "def f(n):\n    return f(n + 1)\nf(0)", StatusError)
-	if r.Error.Type != "RecursionError" || r.Reset {
+	if r.Error.Type != "RecursionError" || r.Discontinuous() {
 		t.Fatalf("recursion = %s", describe(r))
 	}
 	// Recursion through C (repr of a deeply nested list).
 	r = w.Run(context.Background(), "l = []\nfor _ in range(100000):\n    l = [l]\nrepr(l)", RunOptions{})
-	if r.Status != StatusError || r.Error.Type != "RecursionError" || r.Reset {
+	if r.Status != StatusError || r.Error.Type != "RecursionError" || r.Discontinuous() {
 		t.Fatalf("nested repr = %s", describe(r))
 	}
 	mustRun(t, w, "import sys\nsys.setrecursionlimit(100000)", StatusOK)
 	r = w.Run(context.Background(), "def g(n):\n    return g(n + 1) if n < 50000 else n\ng(0)", RunOptions{})
-	if r.Status != StatusOK && (r.Error == nil || r.Error.Type != "RecursionError") && !r.Reset {
+	if r.Status != StatusOK && (r.Error == nil || r.Error.Type != "RecursionError") && !r.Discontinuous() {
 		t.Fatalf("raised limit = %s", describe(r))
 	}
 	if got := pyValue(t, w, "sys.setrecursionlimit(1000)\n1+1"); got != "2" {

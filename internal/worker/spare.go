@@ -58,7 +58,7 @@ func (e *Engine) learnFirstCall(g *guest) pageRuns {
 	w := &Worker{e: e, g: g, lang: g.lang}
 	w.setInstance(inst)
 	defer w.Close()
-	if r := w.Run(e.bg, e.probeCell(g), RunOptions{}); r.Status != StatusOK || r.Reset {
+	if r := w.Run(e.bg, e.probeCell(g), RunOptions{}); r.Status != StatusOK || r.Discontinuous() {
 		return pageRuns{}
 	}
 	runs, err := touchedPages(w.inst.mem.bytes())

@@ -268,7 +268,7 @@ func TestTrimDoesNotWaitForRun(t *testing.T) {
 		t.Fatalf("a Trim during a call freed %d bytes", n)
 	}
 	cancel()
-	if r := <-done; r.Status != StatusInterrupted || r.Reset {
+	if r := <-done; r.Status != StatusInterrupted || r.Discontinuous() {
 		t.Fatalf("the call after the Trim: %s", describe(r))
 	}
 	if r := w.Run(context.Background(), "k", RunOptions{}); value(r) != "7" {

@@ -183,7 +183,7 @@ func (w *Worker) Run(ctx context.Context, code string, opts RunOptions) Result {
 
 func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result, time.Duration) {
 	if w.closed || w.e.isClosed() {
-		return sandboxError("the worker is closed", false), 0
+		return sandboxError("the worker is closed"), 0
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{Status: cancelStatus(ctx, false), Error: cancelError(ctx, false, false)}, 0
@@ -192,7 +192,7 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		inst, err := w.e.newInstance(ctx, w.g, w.opts)
 		if err != nil {
 			w.e.log.Error("instance replacement failed", zap.String("language", w.lang), zap.Error(err))
-			res := sandboxError("could not start an instance: "+err.Error(), true)
+			res := sandboxError("could not start an instance: " + err.Error())
 			res.FreshInstance = true
 			return res, 0
 		}
@@ -268,7 +268,6 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		w.drop(inst, abandoned, done)
 		res.Status = cancelStatus(ctx, timedOut)
 		res.Error = cancelError(ctx, timedOut, true)
-		res.Reset = true
 		res.Discarded = DiscardKilled
 		w.e.log.Info("sandbox killed after the interrupt grace", zap.String("language", w.lang), zap.Bool("abandoned", abandoned))
 		return res, waited
@@ -276,7 +275,6 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 		w.drop(inst, false, done)
 		res.Status = StatusError
 		res.Error = crashError(out.err)
-		res.Reset = true
 		res.Discarded = DiscardCrashed
 		w.e.log.Warn("sandbox crashed", zap.String("language", w.lang), zap.Error(out.err))
 		return res, waited
@@ -306,12 +304,6 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	default:
 		res.Status = StatusError
 		res.Error = &GuestError{Type: "SandboxError", Message: fmt.Sprintf("guest returned unknown status %q", env.Status)}
-	}
-	if reset {
-		res.Reset = true
-		if res.Status == StatusOK {
-			res.Status = StatusReset
-		}
 	}
 	return res, waited
 }
@@ -420,8 +412,8 @@ func cancelError(ctx context.Context, timedOut, killed bool) *GuestError {
 	return &GuestError{Type: "InterruptError", Message: msg}
 }
 
-func sandboxError(msg string, reset bool) Result {
-	return Result{Status: StatusError, Error: &GuestError{Type: "SandboxError", Message: msg}, Reset: reset}
+func sandboxError(msg string) Result {
+	return Result{Status: StatusError, Error: &GuestError{Type: "SandboxError", Message: msg}}
 }
 
 // crashError is a trap of the guest, as the client sees it: the first

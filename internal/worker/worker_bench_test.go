@@ -108,7 +108,7 @@ func BenchmarkSoftInterrupt(b *testing.B) {
 			r := w.Run(ctx, "progress(1); for (;;) {}", RunOptions{Sink: rec})
 			total += time.Since(at)
 			cancel()
-			if r.Status != StatusInterrupted || r.Reset {
+			if r.Status != StatusInterrupted || r.Discontinuous() {
 				b.Fatal(describe(r))
 			}
 		}

@@ -106,7 +106,7 @@ func describe(r Result) string {
 			s += "\n" + r.Error.Stack
 		}
 	}
-	if r.Reset {
+	if r.Discontinuous() {
 		s += " reset"
 	}
 	return s
@@ -118,6 +118,17 @@ func mustRun(t testing.TB, w *Worker, code string, want Status) Result {
 	r := w.Run(context.Background(), code, RunOptions{})
 	if r.Status != want {
 		t.Fatalf("Run(%.120q) = %s; want status %s\nstdout: %.300s\nstderr: %.500s", code, describe(r), want, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// mustRunFresh runs code that must complete on a new instance: the one
+// before was discarded (FreshInstance).
+func mustRunFresh(t testing.TB, w *Worker, code string) Result {
+	t.Helper()
+	r := mustRun(t, w, code, StatusOK)
+	if !r.FreshInstance {
+		t.Fatalf("Run(%.120q) = %s on the same instance; want a fresh one", code, describe(r))
 	}
 	return r
 }
@@ -192,7 +203,7 @@ func TestREPLSemantics(t *testing.T) {
 		if r.Error == nil || r.Error.Type != tc.errType || !strings.Contains(r.Error.Message, tc.errSubstr) {
 			t.Errorf("Run(%q) error = %+v; want type %s containing %q", tc.code, r.Error, tc.errType, tc.errSubstr)
 		}
-		if r.Reset {
+		if r.Discontinuous() {
 			t.Errorf("Run(%q): Reset set", tc.code)
 		}
 	}
@@ -288,7 +299,7 @@ func TestSoftInterruptKeepsState(t *testing.T) {
 		w := newWorker(t, testEngine(t, strict), WorkerOptions{})
 		mustRun(t, w, "let kept = 'yes'; let n = 0", StatusOK)
 		r := runCancelledInLoop(t, w, "progress(1); while (true) { n++ }")
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("strict=%v: while(true) cancelled: %s; want interrupted without reset", strict, describe(r))
 		}
 		r = mustRun(t, w, "kept + ' ' + (n > 0)", StatusOK)
@@ -297,7 +308,7 @@ func TestSoftInterruptKeepsState(t *testing.T) {
 		}
 		// A timer that never ends is stopped, and does not outlive its cell.
 		r = runCancelledInLoop(t, w, "progress(1); globalThis.fired = 0; setInterval(() => fired++, 1)")
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("strict=%v: endless setInterval cancelled: %s", strict, describe(r))
 		}
 		mustRun(t, w, "fired = 0", StatusOK)
@@ -307,7 +318,7 @@ func TestSoftInterruptKeepsState(t *testing.T) {
 		}
 		// An interrupt cannot be caught by the code.
 		r = runCancelledInLoop(t, w, "progress(1); let caught = false; try { for (;;) {} } catch (e) { caught = true; for (;;) {} }")
-		if r.Status != StatusInterrupted || r.Reset {
+		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("strict=%v: catch around the loop: %s", strict, describe(r))
 		}
 	}
@@ -347,18 +358,18 @@ func TestHardKillResets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	r := w.Run(ctx, "for (;;) {}", RunOptions{})
-	if r.Status != StatusTimeout || !r.Reset || r.Discarded != DiscardKilled || r.FreshInstance {
+	if r.Status != StatusTimeout || !r.Discontinuous() || r.Discarded != DiscardKilled || r.FreshInstance {
 		t.Fatalf("killed run: %s (discarded %q, fresh %v); want timeout with reset, discarded as killed", describe(r), r.Discarded, r.FreshInstance)
 	}
 	if n := e.Abandoned(); n != 0 {
 		t.Fatalf("the kill switch did not stop the guest: %d call(s) still running", n)
 	}
-	r = mustRun(t, w, "typeof before", StatusReset)
-	if !r.Reset || value(r) != `"undefined"` || !r.FreshInstance || r.Discarded != "" {
+	r = mustRunFresh(t, w, "typeof before")
+	if !r.Discontinuous() || value(r) != `"undefined"` || !r.FreshInstance || r.Discarded != "" {
 		t.Errorf("after kill: %s (fresh %v, discarded %q)", describe(r), r.FreshInstance, r.Discarded)
 	}
 	r = mustRun(t, w, "1", StatusOK)
-	if r.Reset || r.FreshInstance {
+	if r.Discontinuous() || r.FreshInstance {
 		t.Errorf("reset reported twice")
 	}
 }
@@ -370,13 +381,13 @@ func TestCrashReplacesInstance(t *testing.T) {
 	// Simulate a trap: the instance is gone under the worker.
 	w.inst.mod.Close(context.Background())
 	r := w.Run(context.Background(), "s", RunOptions{})
-	if r.Status != StatusError || !r.Reset || r.Error == nil || r.Error.Type != "SandboxCrash" || r.Discarded != DiscardCrashed {
+	if r.Status != StatusError || !r.Discontinuous() || r.Error == nil || r.Error.Type != "SandboxCrash" || r.Discarded != DiscardCrashed {
 		t.Fatalf("crashed run: %s (discarded %q)", describe(r), r.Discarded)
 	}
 	if r.Error.Stack != "" || strings.Contains(r.Error.Message, "\n") || !strings.Contains(r.Error.Message, "next call starts a new interpreter") {
 		t.Errorf("the crash is not told in one line the user can act on: %q, stack %q", r.Error.Message, r.Error.Stack)
 	}
-	r = mustRun(t, w, "typeof s", StatusReset)
+	r = mustRunFresh(t, w, "typeof s")
 	if value(r) != `"undefined"` {
 		t.Errorf("after crash: %s", describe(r))
 	}
@@ -399,7 +410,7 @@ func TestDeepRecursion(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		r := w.Run(ctx, code, RunOptions{})
 		cancel()
-		if r.Reset {
+		if r.Discontinuous() {
 			t.Logf("%.40q reset the instance: %s", code, describe(r))
 			continue
 		}
@@ -408,7 +419,7 @@ func TestDeepRecursion(t *testing.T) {
 		}
 	}
 	r = w.Run(context.Background(), "typeof alive", RunOptions{})
-	if r.Status != StatusOK && r.Status != StatusReset {
+	if r.Status != StatusOK {
 		t.Fatalf("after recursion: %s", describe(r))
 	}
 }
@@ -428,7 +439,7 @@ func TestOutOfMemory(t *testing.T) {
 		"const bigs = []; for (;;) bigs.push(new Array(1e6).fill(0))",
 	} {
 		r := w.Run(context.Background(), code, RunOptions{})
-		if r.Reset {
+		if r.Discontinuous() {
 			t.Fatalf("%.40q: instance reset: %s", code, describe(r))
 		}
 		if r.Status == StatusOOM && (r.Error == nil || !strings.Contains(r.Error.Message, "out of memory")) {
@@ -506,9 +517,9 @@ func TestHostileCode(t *testing.T) {
 			if !good {
 				t.Errorf("strict=%v %s: %s; want one of %v", strict, c.name, describe(r), c.ok)
 			}
-			if r.Reset {
+			if r.Discontinuous() {
 				t.Logf("strict=%v %s: instance was reset", strict, c.name)
-				mustRun(t, w, "let mark = 42", StatusReset)
+				mustRunFresh(t, w, "let mark = 42")
 			}
 			if r := mustRun(t, w, "mark", StatusOK); value(r) != "42" {
 				t.Errorf("strict=%v after %s: mark = %s", strict, c.name, value(r))

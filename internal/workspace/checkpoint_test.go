@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"execd/internal/worker"
 )
 
 func TestCheckpointAndRestore(t *testing.T) {
@@ -40,7 +38,7 @@ func TestCheckpointAndRestore(t *testing.T) {
 	}
 	for lang, want := range map[string]string{"javascript": "js1", "python": "py1"} {
 		out := runLang(t, m, "p", "w", lang, "get x")
-		if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+		if value(out.Result) != want || out.Result.Status != StatusOK || out.Result.Reset || !out.Restored {
 			t.Errorf("%s after restore: %+v", lang, out)
 		}
 	}
@@ -48,7 +46,7 @@ func TestCheckpointAndRestore(t *testing.T) {
 		t.Errorf("f.txt = %s", value(out.Result))
 	}
 	for _, gone := range []string{"g.txt", "new.txt"} {
-		if out := run(t, m, "p", "w", "read "+gone); out.Result.Status != worker.StatusError {
+		if out := run(t, m, "p", "w", "read "+gone); out.Result.Status != StatusError {
 			t.Errorf("%s after restore: %+v", gone, out.Result)
 		}
 	}
@@ -141,7 +139,7 @@ func TestForkIsACopy(t *testing.T) {
 	}
 	for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
 		out := runLang(t, m, "p", "copy", lang, "get x")
-		if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+		if value(out.Result) != want || out.Result.Status != StatusOK || out.Result.Reset || !out.Restored {
 			t.Errorf("%s in the fork: %+v", lang, out)
 		}
 	}

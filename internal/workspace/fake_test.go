@@ -170,9 +170,9 @@ type fakeRunner struct {
 	used   atomic.Bool // ran or was snapshotted since the last Trim
 }
 
-func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, Facts) {
+func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOptions) worker.Result {
 	if r.closed.Load() {
-		return worker.Result{Status: worker.StatusError, Stderr: "run on a closed runner"}, Facts{}
+		return worker.Result{Status: worker.StatusError, Stderr: "run on a closed runner"}
 	}
 	if r.inRun.Add(1) != 1 {
 		panic("concurrent Run on one runner")
@@ -192,7 +192,6 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 	r.f.mu.Unlock()
 
 	res := worker.Result{Status: worker.StatusOK}
-	var facts Facts
 	set := func(v string) { res.Value = &v }
 	fail := func(msg string) { res.Status, res.Stderr = worker.StatusError, msg }
 	f := strings.Fields(code)
@@ -268,19 +267,15 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		}
 	case code == "kill":
 		res.Status = worker.StatusTimeout
-		res.Reset = true
-		facts.Discarded = ReasonKilled
+		res.Discarded = worker.DiscardKilled
 	case code == "crash":
 		res.Status = worker.StatusError
 		res.Error = &worker.GuestError{Type: "SandboxCrash", Message: "crashed"}
-		res.Reset = true
-		facts.Discarded = ReasonCrashed
+		res.Discarded = worker.DiscardCrashed
 	case code == "fresh":
-		res.Status = worker.StatusReset
-		res.Reset = true
-		facts.Fresh = true
+		res.FreshInstance = true
 	}
-	return res, facts
+	return res
 }
 
 func (r *fakeRunner) Snapshot(ctx context.Context) (Image, error) {
@@ -392,7 +387,7 @@ func runLang(t *testing.T, m *Manager, principal, id, lang, code string) Outcome
 	return out
 }
 
-func value(r worker.Result) string {
+func value(r Result) string {
 	if r.Value == nil {
 		return "<nil>"
 	}

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
-
-	"execd/internal/worker"
 )
 
 func TestTrackRecordsWhatChanged(t *testing.T) {
@@ -195,13 +193,13 @@ type askOnce struct {
 	answer chan string
 }
 
-func (a *askOnce) Input(ctx context.Context, prompt string) worker.InputAnswer {
+func (a *askOnce) Input(ctx context.Context, prompt string) InputAnswer {
 	a.asked <- prompt
 	select {
 	case s := <-a.answer:
-		return worker.InputAnswer{Status: worker.InputOK, Text: s}
+		return InputAnswer{Status: InputOK, Text: s}
 	case <-ctx.Done():
-		return worker.InputAnswer{Status: worker.InputEOF}
+		return InputAnswer{Status: InputEOF}
 	}
 }
 
@@ -219,7 +217,7 @@ func TestWaitingForInputFreesTheRunSlot(t *testing.T) {
 		t.Fatalf("asked %q", q)
 	}
 	// The only slot is free for another workspace of the same principal.
-	if out := run(t, m, "p", "b", "set x 1"); out.Result.Status != worker.StatusOK {
+	if out := run(t, m, "p", "b", "set x 1"); out.Result.Status != StatusOK {
 		t.Fatalf("another workspace while one waits for input: %+v", out.Result)
 	}
 	// The waiting workspace's turn is held: a call to it waits.
@@ -231,10 +229,10 @@ func TestWaitingForInputFreesTheRunSlot(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	in.answer <- "Ada"
-	if out := <-done; out.Result.Status != worker.StatusOK || *out.Result.Value != "Ada" {
+	if out := <-done; out.Result.Status != StatusOK || *out.Result.Value != "Ada" {
 		t.Fatalf("the answered run: %+v", out.Result)
 	}
-	if out := <-queued; out.Result.Status != worker.StatusOK {
+	if out := <-queued; out.Result.Status != StatusOK {
 		t.Fatalf("the call queued behind it: %+v", out.Result)
 	}
 	m.slots.mu.Lock()

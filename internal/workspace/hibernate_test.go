@@ -15,8 +15,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"execd/internal/worker"
 )
 
 // twoInterpreters is a Manager with the daemon's default HibernateAfter
@@ -56,7 +54,7 @@ func TestHibernateAfterIdle(t *testing.T) {
 		}
 		for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
 			out := runLang(t, m, "p", "w", lang, "get x")
-			if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+			if value(out.Result) != want || out.Result.Status != StatusOK || out.Result.Reset || !out.Restored {
 				t.Errorf("%s after hibernation: %+v", lang, out)
 			}
 		}
@@ -164,7 +162,7 @@ func TestImagesThatCannotBeUsed(t *testing.T) {
 			}
 			defer m2.Close(context.Background())
 			out := run(t, m2, "p", "w", "get x")
-			if out.Result.Value != nil || !out.Result.Reset || out.ResetReason != tc.reason || out.Result.Status != worker.StatusError {
+			if out.Result.Value != nil || !out.Result.Reset || out.ResetReason != tc.reason || out.Result.Status != StatusError {
 				t.Errorf("%+v reason %q, want reset %q", out.Result, out.ResetReason, tc.reason)
 			}
 			if out.ResetReason.Sentence() == "" {
@@ -359,7 +357,7 @@ func TestFullMemoryBudgetHibernatesToMakeRoom(t *testing.T) {
 	f.maxMem = 2
 	m := newTestManager(t, Config{MaxConcurrentRuns: 4}, f)
 	for i := range 5 {
-		if out := run(t, m, "p", fmt.Sprintf("w%d", i), fmt.Sprintf("set x %d", i)); out.Result.Status != worker.StatusOK {
+		if out := run(t, m, "p", fmt.Sprintf("w%d", i), fmt.Sprintf("set x %d", i)); out.Result.Status != StatusOK {
 			t.Fatalf("w%d: %+v", i, out)
 		}
 	}

@@ -77,11 +77,11 @@ type Request struct {
 	Workspace string // empty: a new workspace with a UUIDv4 id
 	Language  string // a language of the Factory or an alias ("js", "py")
 	Code      string
-	Sink      worker.ProgressSink // may be nil
+	Sink      ProgressSink // may be nil
 	// Input answers the code's input(); nil: nobody can answer. While the
 	// code waits for it the run gives its run slot back (it keeps the
 	// workspace's turn).
-	Input worker.InputSource
+	Input InputSource
 	// Timeout bounds the run itself, not the wait for the workspace's
 	// earlier calls or for a run slot, nor the code's waits for Input.
 	// Zero means none.
@@ -94,7 +94,7 @@ type Outcome struct {
 	// Result is the run's result with Status and Reset as the workspace
 	// decided them: Reset when the interpreter's earlier state is gone
 	// (Status reset when the code itself ran fine).
-	Result worker.Result
+	Result Result
 	// ResetReason says why, when Result.Reset; empty otherwise.
 	ResetReason ResetReason
 	// Restored reports that the run began on an interpreter restored from
@@ -253,6 +253,11 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 // Languages lists the languages the Manager can run.
 func (m *Manager) Languages() []string { return m.langs.offered() }
 
+// NewID mints a new workspace id: the one minter of ids for workspaces a
+// call creates (Run without Request.Workspace, Fork without newID, and a
+// caller that must name a run before it starts).
+func (m *Manager) NewID() string { return m.cfg.NewID() }
+
 // ref finds or makes the record of (principal, id) and takes a reference.
 func (m *Manager) ref(principal, id string, run bool) (*ws, error) {
 	pdir, err := principalDir(principal)
@@ -320,7 +325,7 @@ func closeFS(fsys *QuotaFS) {
 
 // queued reports the first wait of one call through its sink.
 type queued struct {
-	sink worker.ProgressSink
+	sink ProgressSink
 	done bool
 }
 
@@ -529,11 +534,11 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	}
 	fsys.Track()
 	endRun := m.obs.Phase(ctx, PhaseRun, lang)
-	res, facts := r.Run(ctx, req.Code, opts)
+	res := r.Run(ctx, req.Code, opts)
 	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
-	out.Result, out.ResetReason = m.settle(w, lang, r, start, res, facts)
+	out.Result, out.ResetReason = m.settle(w, lang, r, start, res)
 	endRun(string(out.Result.Status))
-	out.BudgetExceeded = facts.BudgetExceeded
+	out.BudgetExceeded = res.BudgetExceeded
 	out.Restored = start.restored
 
 	if fsys.Refused() > refused {
@@ -553,7 +558,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 type heldSlot struct {
 	slots     *runSlots
 	principal string
-	in        worker.InputSource
+	in        InputSource
 
 	mu   sync.Mutex
 	held bool
@@ -562,7 +567,7 @@ type heldSlot struct {
 
 func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
 	h.release()
-	ans := h.in.Input(ctx, prompt)
+	ans := workerInput{h.in}.Input(ctx, prompt)
 	if ctx.Err() != nil {
 		return ans // the run is being stopped: it ends without its slot
 	}
@@ -688,7 +693,7 @@ type start struct {
 // the language's image, else a fresh one; start says which, and whether
 // earlier state was lost. The caller holds w's turn. This and settle are
 // the state model (RATIONALE.md, "What is the state model?").
-func (m *Manager) open(ctx context.Context, w *ws, lang string, sink worker.ProgressSink) (Runner, start, error) {
+func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSink) (Runner, start, error) {
 	m.mu.Lock()
 	r, fsys := w.runners[lang], w.fs
 	m.mu.Unlock()
@@ -811,20 +816,27 @@ func imageReason(err error) ResetReason {
 // settle decides what a run means for the workspace's state and returns
 // the result as the user sees it: Reset (and Status reset for code that ran
 // fine) when this language's earlier state is gone — lost before the run
-// (start.lost), or with the instance the run used (Facts.Discarded, which
-// closes the runner: the next run starts fresh and says so too, for a
-// client that never saw this answer). The caller holds w's turn.
-func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Result, facts Facts) (worker.Result, ResetReason) {
+// (start.lost), on a fresh instance that replaced one discarded earlier
+// (worker.Result.FreshInstance), or with the instance the run used
+// (worker.Result.Discarded, which closes the runner: the next run starts
+// fresh and says so too, for a client that never saw this answer). This is
+// the one place that decides; the worker only reports what happened. The
+// caller holds w's turn.
+func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Result) (Result, ResetReason) {
 	reason := st.lost
-	if facts.Fresh && reason == "" {
+	if res.FreshInstance && reason == "" {
 		reason = ReasonCrashed
 		m.obs.StateLost(lang, ReasonCrashed)
 	}
-	if facts.Discarded != "" {
-		reason = facts.Discarded
-		m.obs.StateLost(lang, facts.Discarded)
+	if res.Discarded != "" {
+		discarded := ReasonCrashed
+		if res.Discarded == worker.DiscardKilled {
+			discarded = ReasonKilled
+		}
+		reason = discarded
+		m.obs.StateLost(lang, discarded)
 		m.closeRunner(w, lang, r)
-		if err := writeNote(w.state, lang, note(facts.Discarded)); err != nil {
+		if err := writeNote(w.state, lang, note(discarded)); err != nil {
 			m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 		}
 	} else {
@@ -835,14 +847,12 @@ func (m *Manager) settle(w *ws, lang string, r Runner, st start, res worker.Resu
 		}
 		m.mu.Unlock()
 	}
-	res.Reset = reason != ""
-	switch {
-	case res.Reset && res.Status == worker.StatusOK:
-		res.Status = worker.StatusReset
-	case !res.Reset && res.Status == worker.StatusReset:
-		res.Status = worker.StatusOK
+	out := resultOf(res)
+	out.Reset = reason != ""
+	if out.Reset && out.Status == StatusOK {
+		out.Status = StatusReset
 	}
-	return res, reason
+	return out, reason
 }
 
 // closeRunner forgets and closes w's runner for lang, if it is still r.

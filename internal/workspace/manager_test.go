@@ -17,8 +17,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"execd/internal/worker"
 )
 
 func TestStateAcrossCalls(t *testing.T) {
@@ -27,15 +25,15 @@ func TestStateAcrossCalls(t *testing.T) {
 	if _, err := uuid.Parse(first.Workspace); err != nil {
 		t.Fatalf("generated id %q is not a UUID: %v", first.Workspace, err)
 	}
-	if first.Result.Status != worker.StatusOK || first.Result.Reset {
+	if first.Result.Status != StatusOK || first.Result.Reset {
 		t.Errorf("new workspace: status %s reset %v, want ok, not reset", first.Result.Status, first.Result.Reset)
 	}
 	second := run(t, m, "local", first.Workspace, "get x")
-	if value(second.Result) != "41" || second.Result.Status != worker.StatusOK {
+	if value(second.Result) != "41" || second.Result.Status != StatusOK {
 		t.Errorf("get x = %s (%s), want 41 ok", value(second.Result), second.Result.Status)
 	}
 	named := run(t, m, "local", "analysis", "get x")
-	if named.Workspace != "analysis" || named.Result.Status != worker.StatusError {
+	if named.Workspace != "analysis" || named.Result.Status != StatusError {
 		t.Errorf("fresh named workspace: %+v", named)
 	}
 }
@@ -347,7 +345,7 @@ func TestHammerOneWorkspace(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				out, err := m.Run(context.Background(), Request{Principal: "p", Workspace: "w", Language: "js", Code: fmt.Sprintf("set g%d %d", g, i)})
-				if err != nil || out.Result.Status != worker.StatusOK {
+				if err != nil || out.Result.Status != StatusOK {
 					t.Errorf("run: %v %+v", err, out.Result)
 				}
 			}
@@ -414,7 +412,7 @@ func TestConcurrencyCapQueues(t *testing.T) {
 	}
 	f.release <- struct{}{}
 	<-first
-	if out := <-done; out.Result.Status != worker.StatusOK {
+	if out := <-done; out.Result.Status != StatusOK {
 		t.Errorf("queued run: %+v", out.Result)
 	}
 }
@@ -448,11 +446,11 @@ func TestIdleEviction(t *testing.T) {
 			t.Errorf("List after eviction = %+v", l)
 		}
 		out := run(t, m, "p", "w", "get x")
-		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != worker.StatusError || out.ResetReason != ReasonIdleTTL {
+		if out.Result.Value != nil || !out.Result.Reset || out.Result.Status != StatusError || out.ResetReason != ReasonIdleTTL {
 			t.Errorf("after eviction: %+v (%s)", out.Result, out.ResetReason)
 		}
 		out = run(t, m, "p", "w", "set y 1")
-		if out.Result.Reset || out.Result.Status != worker.StatusOK || out.ResetReason != "" {
+		if out.Result.Reset || out.Result.Status != StatusOK || out.ResetReason != "" {
 			t.Errorf("second call after eviction: %+v", out.Result)
 		}
 		if b, err := os.ReadFile(filepath.Join(m.cfg.DataDir, "p", "w", "keep.txt")); string(b) != "yes" {
@@ -470,7 +468,7 @@ func TestEvictionMarksOKAsReset(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		out := run(t, m, "p", "w", "set x 2")
-		if out.Result.Status != worker.StatusReset || !out.Result.Reset || out.ResetReason != ReasonIdleTTL {
+		if out.Result.Status != StatusReset || !out.Result.Reset || out.ResetReason != ReasonIdleTTL {
 			t.Errorf("ok on a fresh runner: %+v, want status reset", out.Result)
 		}
 	})
@@ -497,11 +495,11 @@ func TestKilledAndCrashedSayReset(t *testing.T) {
 	// and so does the next one, for a client that never saw that answer.
 	for _, tc := range []struct {
 		code   string
-		status worker.Status
+		status Status
 		reason ResetReason
 	}{
-		{"kill", worker.StatusTimeout, ReasonKilled},
-		{"crash", worker.StatusError, ReasonCrashed},
+		{"kill", StatusTimeout, ReasonKilled},
+		{"crash", StatusError, ReasonCrashed},
 	} {
 		f := newFakeFactory()
 		m := newTestManager(t, Config{}, f)
@@ -514,7 +512,7 @@ func TestKilledAndCrashedSayReset(t *testing.T) {
 			t.Errorf("%s: the discarded runner is still live", tc.code)
 		}
 		out = run(t, m, "p", "w", "set y 1")
-		if !out.Result.Reset || out.Result.Status != worker.StatusReset || out.ResetReason != tc.reason {
+		if !out.Result.Reset || out.Result.Status != StatusReset || out.ResetReason != tc.reason {
 			t.Errorf("%s, next run: %+v, reason %q", tc.code, out.Result, out.ResetReason)
 		}
 		if out := run(t, m, "p", "w", "get x"); out.Result.Value != nil || out.Result.Reset {
@@ -523,11 +521,11 @@ func TestKilledAndCrashedSayReset(t *testing.T) {
 	}
 	// A runner that replaced its instance by itself is believed too.
 	m := newTestManager(t, Config{}, newFakeFactory())
-	if out := run(t, m, "p", "w", "fresh"); !out.Result.Reset || out.ResetReason != ReasonCrashed || out.Result.Status != worker.StatusReset {
+	if out := run(t, m, "p", "w", "fresh"); !out.Result.Reset || out.ResetReason != ReasonCrashed || out.Result.Status != StatusReset {
 		t.Errorf("fresh: %+v %q", out.Result, out.ResetReason)
 	}
 	// A worker's reset status is not the workspace's when nothing was lost.
-	if out := run(t, m, "p", "v", "set a 1"); out.Result.Status != worker.StatusOK || out.Result.Reset {
+	if out := run(t, m, "p", "v", "set a 1"); out.Result.Status != StatusOK || out.Result.Reset {
 		t.Errorf("plain run: %+v", out.Result)
 	}
 }
@@ -549,7 +547,7 @@ func TestLRUHibernates(t *testing.T) {
 		t.Errorf("b's image: %v", err)
 	}
 	out := run(t, m, "p", "b", "get x")
-	if value(out.Result) != "b" || out.Result.Reset || out.Result.Status != worker.StatusOK || !out.Restored {
+	if value(out.Result) != "b" || out.Result.Reset || out.Result.Status != StatusOK || !out.Restored {
 		t.Errorf("b after hibernation: %+v", out)
 	}
 	if f.restored != 1 || f.clones != 0 {
@@ -642,7 +640,7 @@ func TestRestartRestoresState(t *testing.T) {
 	}
 	for lang, want := range map[string]string{"javascript": "js", "python": "py"} {
 		out := runLang(t, m2, "p", "w", lang, "get x")
-		if value(out.Result) != want || out.Result.Status != worker.StatusOK || out.Result.Reset || !out.Restored {
+		if value(out.Result) != want || out.Result.Status != StatusOK || out.Result.Reset || !out.Restored {
 			t.Errorf("%s after restart: %+v", lang, out)
 		}
 	}
@@ -653,7 +651,7 @@ func TestRestartRestoresState(t *testing.T) {
 	// An execd that stops without saving (killed): its successor says so.
 	m3 := newTestManager(t, Config{DataDir: dir}, f) // m2 still runs w's interpreters
 	out := run(t, m3, "p", "w", "get x")
-	if out.Result.Value != nil || out.Result.Status != worker.StatusError || !out.Result.Reset || out.ResetReason != ReasonRestarted {
+	if out.Result.Value != nil || out.Result.Status != StatusError || !out.Result.Reset || out.ResetReason != ReasonRestarted {
 		t.Errorf("after a stop without saving: %+v %q", out.Result, out.ResetReason)
 	}
 }
@@ -666,7 +664,7 @@ func TestWorkspaceOfAnOlderExecdSaysRestarted(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "p", "old", "f"), []byte("x"), 0o600)
 	m := newTestManager(t, Config{DataDir: dir}, newFakeFactory("javascript", "python"))
 	for _, lang := range []string{"javascript", "python"} {
-		if out := runLang(t, m, "p", "old", lang, "set a 1"); out.Result.Status != worker.StatusReset || out.ResetReason != ReasonRestarted {
+		if out := runLang(t, m, "p", "old", lang, "set a 1"); out.Result.Status != StatusReset || out.ResetReason != ReasonRestarted {
 			t.Errorf("%s: %+v %q", lang, out.Result, out.ResetReason)
 		}
 		if out := runLang(t, m, "p", "old", lang, "set a 2"); out.Result.Reset {
@@ -826,7 +824,7 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 	f := newFakeFactory()
 	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
 	big := strings.Repeat("x", 600<<10)
-	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusOK {
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusOK {
 		t.Fatalf("first write: %+v", out.Result.Stderr)
 	}
 	// A write past the quota is shortened to fit (a guest's libc then
@@ -846,7 +844,7 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 	if err := m.Reset(context.Background(), "p", "w", true); err != nil {
 		t.Fatal(err)
 	}
-	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != worker.StatusReset || out.Result.Stderr != "" {
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusReset || out.Result.Stderr != "" {
 		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
 	}
 }
@@ -954,7 +952,7 @@ func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
 		t.Errorf("after descriptors came back: %+v", out)
 	}
 	for _, id := range refused {
-		if out := run(t, m, "p", id, "set y 1"); out.Result.Status != worker.StatusOK {
+		if out := run(t, m, "p", id, "set y 1"); out.Result.Status != StatusOK {
 			t.Errorf("the refused workspace %s after descriptors came back: %+v", id, out)
 		}
 	}

@@ -16,9 +16,10 @@ import (
 // Trimmer.Trim) may be called at any time.
 type Runner interface {
 	// Run evaluates code as the next cell (worker.Worker.Run describes
-	// opts). The Facts say what became of the instance; the Manager
-	// decides from them what the user is told.
-	Run(ctx context.Context, code string, opts worker.RunOptions) (worker.Result, Facts)
+	// opts). The result's facts say what became of the instance
+	// (Discarded, FreshInstance, BudgetExceeded); the Manager decides from
+	// them what the user is told.
+	Run(ctx context.Context, code string, opts worker.RunOptions) worker.Result
 	// Snapshot captures the interpreter between runs. An error wrapping
 	// ErrNotSaveable means it cannot be saved now (it holds open files, or
 	// the build cannot save interpreters); the runner is unchanged either
@@ -41,21 +42,6 @@ type Trimmer interface {
 	// runner in a Run, Snapshot or Close, or closed, returns 0 at once. It
 	// is cheap when nothing ran since the last Trim.
 	Trim() (freed int64)
-}
-
-// Facts are what a Runner observed about its instance during one run.
-type Facts struct {
-	// Discarded is ReasonKilled or ReasonCrashed when the instance the run
-	// used was thrown away at its end (a hard kill after the interrupt
-	// grace, a crash): its state is gone. Empty otherwise.
-	Discarded ResetReason
-	// Fresh reports that the run started on a new instance that replaced
-	// one discarded earlier (a Runner that replaces instances by itself).
-	Fresh bool
-	// BudgetExceeded reports that the daemon-wide memory budget refused the
-	// guest memory during the run (its out of memory may be the daemon's):
-	// the Manager then hibernates idle workspaces to make room.
-	BudgetExceeded bool
 }
 
 // Image is a saved interpreter, as Runner.Snapshot makes it and

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-
-	"execd/internal/worker"
 )
 
 // startWaits starts n "wait" runs of principal in workspaces prefix0…, and
@@ -45,7 +43,7 @@ func TestOnePrincipalCannotStarveAnother(t *testing.T) {
 		synctest.Wait()
 		select {
 		case out := <-bDone:
-			if out.Result.Status != worker.StatusOK {
+			if out.Result.Status != StatusOK {
 				t.Errorf("b: %+v", out.Result)
 			}
 		default:

@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
 
@@ -16,16 +17,16 @@ import (
 type recorder struct {
 	mu   sync.Mutex
 	ends []string // "method tool outcome cancel"
-	info []RequestInfo
+	info []frontend.RequestInfo
 }
 
 type ctxKey struct{}
 
-func (r *recorder) RequestStart(ctx context.Context, ri RequestInfo) (context.Context, func(RequestEnd)) {
+func (r *recorder) RequestStart(ctx context.Context, ri frontend.RequestInfo) (context.Context, func(frontend.RequestEnd)) {
 	r.mu.Lock()
 	r.info = append(r.info, ri)
 	r.mu.Unlock()
-	return context.WithValue(ctx, ctxKey{}, ri.ID), func(e RequestEnd) {
+	return context.WithValue(ctx, ctxKey{}, ri.ID), func(e frontend.RequestEnd) {
 		r.mu.Lock()
 		r.ends = append(r.ends, strings.Join(strings.Fields(ri.Method+" "+ri.Tool+" "+e.Outcome+" "+e.Cancel), " "))
 		r.mu.Unlock()
@@ -64,18 +65,18 @@ func TestObserverSeesEveryRequestAndItsEnd(t *testing.T) {
 	opts.Observer = rec
 	ex := &ctxExec{seen: make(chan any, 8)}
 	_, ts := newHTTP(t, opts, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`,
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`,
 		map[string]string{"traceparent": "00-11111111111111111111111111111111-2222222222222222-01"})
 	_, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if v := <-ex.seen; v != "1" {
 		t.Errorf("the executor's context lacks the Observer's value: %v", v)
 	}
-	resp = c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"no/such","params":{}}`, nil)
+	resp = c.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"no/such","params":{}}`, nil)
 	resp.Body.Close()
-	resp = c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"made_up","arguments":{}}}`, nil)
+	resp = c.Post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"made_up","arguments":{}}}`, nil)
 	resp.Body.Close()
 	ends := rec.waitEnds(t, 4)
 	want := []string{"initialize ok", "tools/call execute_code ok", "other refused", "tools/call other error"}
@@ -89,7 +90,7 @@ func TestObserverSeesEveryRequestAndItsEnd(t *testing.T) {
 	if tp := rec.info[1].Trace.Traceparent; !strings.Contains(tp, "0af7651916cd43dd8448eb211c80319c") {
 		t.Errorf("_meta's traceparent should win over the header's: %q", tp)
 	}
-	if rec.info[1].Era != EraLegacy || rec.info[1].Transport != "http" || rec.info[1].Version != "2025-11-25" {
+	if rec.info[1].Era != frontend.EraLegacy || rec.info[1].Transport != "http" || rec.info[1].Version != "2025-11-25" {
 		t.Errorf("request info %+v", rec.info[1])
 	}
 }
@@ -100,11 +101,11 @@ func TestObserverNamesTheCancelSource(t *testing.T) {
 	opts.Observer = rec
 	ex := &fakeExec{started: make(chan string, 1)}
 	_, ts := newHTTP(t, opts, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
 	<-ex.started
-	cr := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, nil)
+	cr := c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, nil)
 	cr.Body.Close()
 	_, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -125,20 +126,20 @@ func TestObserverNamesTheCancelSource(t *testing.T) {
 func TestRunningListsCallsWithTheirLatestProgress(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	s, ts := newHTTP(t, testOptions(), ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
 	// No progressToken: the client asked for no progress, the view has it anyway.
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript","workspace":"seen"}}}`, nil)
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript","workspace":"seen"}}}`, nil)
 	defer resp.Body.Close()
 	<-ex.started
-	var rc RunningCall
+	var rc frontend.RunningCall
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if calls := s.Running(); len(calls) == 1 && strings.HasPrefix(calls[0].Progress, "1/3") {
 			rc = calls[0]
 			break
 		}
 	}
-	if rc.ID != `"r1"` || rc.Tool != "execute_code" || rc.Workspace != "seen" || rc.Language != "javascript" || rc.Principal != LocalPrincipal || rc.Era != EraLegacy {
+	if rc.ID != `"r1"` || rc.Tool != "execute_code" || rc.Tags["workspace"] != "seen" || rc.Tags["language"] != "javascript" || rc.Principal != frontend.LocalPrincipal || rc.Era != frontend.EraLegacy {
 		t.Fatalf("running call %+v", rc)
 	}
 	_, _ = io.ReadAll(resp.Body)

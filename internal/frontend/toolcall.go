@@ -4,104 +4,62 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"execd/internal/jsonrpc"
 )
-
-// tool is one entry of tools/list.
-type tool struct {
-	name string
-	def  map[string]any
-	// schema and mirrors are read from def's inputSchema: the declared
-	// arguments, and those a modern client mirrors into Mcp-Param-*.
-	schema  argSchema
-	mirrors []mirror
-	// needs lists client capabilities a modern request must declare to call
-	// the tool (-32021).
-	needs []string
-	run   func(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error)
-}
-
-// mirror is an argument declared with "x-mcp-header".
-type mirror struct{ header, arg string }
-
-// toolSet keeps tools in tools/list order.
-type toolSet struct {
-	list   []*tool
-	byName map[string]*tool
-}
-
-func (ts *toolSet) add(t *tool) error {
-	if t.name == "" || ts.byName[t.name] != nil {
-		return fmt.Errorf("frontend: tool name %q is empty or taken", t.name)
-	}
-	def := make(map[string]any, len(t.def)+1)
-	for k, v := range t.def {
-		def[k] = v
-	}
-	def["name"] = t.name
-	t.def = def
-	in, _ := def["inputSchema"].(map[string]any)
-	t.schema = newArgSchema(in)
-	props, _ := in["properties"].(map[string]any)
-	for _, arg := range t.schema.known {
-		p, _ := props[arg].(map[string]any)
-		if h, ok := p["x-mcp-header"].(string); ok && h != "" {
-			t.mirrors = append(t.mirrors, mirror{header: h, arg: arg})
-		}
-	}
-	ts.list = append(ts.list, t)
-	ts.byName[t.name] = t
-	return nil
-}
-
-func newToolSet(s *Server) *toolSet {
-	ts := &toolSet{byName: map[string]*tool{}}
-	// execute_code first: clients (and the conformance header scenarios)
-	// call the first listed tool.
-	for _, t := range []*tool{s.executeCodeTool(), s.listWorkspacesTool(), s.resetWorkspaceTool(), s.deleteWorkspaceTool(),
-		s.checkpointWorkspaceTool(), s.restoreWorkspaceTool(), s.forkWorkspaceTool(), s.readFileTool(), s.writeFileTool()} {
-		_ = ts.add(t)
-	}
-	return ts
-}
 
 func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	if !jsonrpc.IsNull(c.meta.head.cursor) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor (the list has one page)")
 	}
-	return s.toolsList[c.era], nil
+	res, err := s.toolsList(c.era)
+	if err != nil {
+		s.log.Error("encode tools/list", zap.Error(err))
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the tool list")
+	}
+	return res, nil
 }
 
-// encodeToolsList encodes tools/list's result once per era: the list
-// never changes while the server runs.
-func (s *Server) encodeToolsList() error {
-	for _, era := range []Era{EraLegacy, EraModern} {
-		defs := make([]map[string]any, len(s.tools.list))
-		for i, t := range s.tools.list {
-			defs[i] = t.def
-		}
-		res := map[string]any{"tools": defs}
-		if era == EraModern {
-			res["ttlMs"] = 300000
-			res["cacheScope"] = "public"
-		}
-		b, err := s.shapeResult(era, res)
-		if err != nil {
-			return fmt.Errorf("frontend: tools/list: %w", err)
-		}
-		s.toolsList[era] = preEncoded(b)
+// toolsList is tools/list's result in era, encoded once per change of the
+// list.
+func (s *Server) toolsList(era Era) (preEncoded, error) {
+	ts := s.tools
+	ts.mu.RLock()
+	enc := ts.encoded[era]
+	ts.mu.RUnlock()
+	if enc != nil {
+		return enc, nil
 	}
-	return nil
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if enc := ts.encoded[era]; enc != nil {
+		return enc, nil
+	}
+	defs := make([]map[string]any, len(ts.list))
+	for i, t := range ts.list {
+		defs[i] = t.def
+	}
+	res := map[string]any{"tools": defs}
+	if era == EraModern {
+		res["ttlMs"] = 300000
+		res["cacheScope"] = "public"
+	}
+	b, err := s.shapeResult(era, res)
+	if err != nil {
+		return nil, err
+	}
+	ts.encoded[era] = preEncoded(b)
+	return ts.encoded[era], nil
 }
 
 // preEncoded is a result encoded in advance for its era.
 type preEncoded json.RawMessage
 
-func (p preEncoded) encode(Era, string) json.RawMessage { return json.RawMessage(p) }
+func (p preEncoded) EncodeResult(ResultEnvelope) json.RawMessage { return json.RawMessage(p) }
 
 // toolCallParams is params of tools/call.
 type toolCallParams struct {
@@ -142,7 +100,7 @@ func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 	if jerr != nil || !jsonrpc.IsNull(p.Task) {
 		return nil
 	}
-	t := s.tools.byName[p.Name]
+	t := s.tools.get(p.Name)
 	if t == nil {
 		return nil
 	}
@@ -191,16 +149,16 @@ func (s *Server) callTool(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}
 	if !jsonrpc.IsNull(p.Arguments) && !jsonrpc.IsObject(p.Arguments) {
-		return toolResult(map[string]any{"error": "arguments must be an object"}, true), nil
+		return StructuredResult(map[string]any{"error": "arguments must be an object"}, true), nil
 	}
 	return t.run(ctx, c, c.args)
 }
 
-// toolResult is a CallToolResult whose text block is exactly the
+// StructuredResult is a CallToolResult whose text block is exactly the
 // structured content serialised, so that every client shows the model the
 // same thing: Claude Code shows the model only structuredContent on
 // success and only the text on errors (RATIONALE.md).
-func toolResult(structured any, isError bool) map[string]any {
+func StructuredResult(structured any, isError bool) map[string]any {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"bufio"
@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
-
+	"execd/internal/frontend"
+	"execd/internal/mcptest"
 	"execd/internal/workspace"
 )
 
@@ -43,33 +41,6 @@ func (q *queuedExec) Reset(ctx context.Context, _, _ string, _ bool) error {
 }
 func (q *queuedExec) Delete(ctx context.Context, _, _ string) error { return q.wait(ctx, "delete") }
 
-// logged is a Logger that keeps its entries, and waits for one.
-type logged struct {
-	*observer.ObservedLogs
-	log *zap.Logger
-}
-
-func newLogged() *logged {
-	core, obs := observer.New(zapcore.InfoLevel)
-	return &logged{ObservedLogs: obs, log: zap.New(core)}
-}
-
-// status waits for the request log line of id and returns its status.
-func (l *logged) status(t *testing.T, id string) string {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, e := range l.FilterMessage("request").All() {
-			if e.ContextMap()["id"] == id {
-				return e.ContextMap()["status"].(string)
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no log line for request %s", id)
-	return ""
-}
-
 var toolCalls = map[string]string{
 	"execute_code":     `{"name":"execute_code","arguments":{"code":"block","language":"javascript","workspace":"w"}%s}`,
 	"reset_workspace":  `{"name":"reset_workspace","arguments":{"workspace":"w"}%s}`,
@@ -93,25 +64,25 @@ func TestCancelledRequestGetsNoAnswer(t *testing.T) {
 
 func cancelLegacyHTTP(t *testing.T, tool string, batch bool) {
 	ex := &queuedExec{started: make(chan string, 1)}
-	lg := newLogged()
+	lg := mcptest.NewLogs()
 	opts := testOptions()
-	opts.Logger = lg.log
+	opts.Logger = lg.Log
 	_, ts := newHTTP(t, opts, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
+	c := &client{T: t, URL: ts.URL + "/mcp"}
 	version := "2025-11-25"
 	if batch {
-		version = Version20250326
+		version = frontend.Version20250326
 	}
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	resp.Body.Close()
-	c.session = resp.Header.Get("Mcp-Session-Id")
+	c.Session = resp.Header.Get("Mcp-Session-Id")
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + fmt.Sprintf(toolCalls[tool], "") + `}`
 	if batch {
 		body = "[" + body + "]"
 	}
 	answer := make(chan string, 1)
 	go func() {
-		r := c.post(context.Background(), body, nil)
+		r := c.Post(context.Background(), body, nil)
 		b, _ := io.ReadAll(r.Body)
 		r.Body.Close()
 		answer <- fmt.Sprintf("%d %s", r.StatusCode, b)
@@ -119,7 +90,7 @@ func cancelLegacyHTTP(t *testing.T, tool string, batch bool) {
 	if op := <-ex.started; op != toolOps[tool] {
 		t.Fatalf("started %s", op)
 	}
-	cr := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, nil)
+	cr := c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, nil)
 	cr.Body.Close()
 	got := <-answer
 	if batch {
@@ -129,16 +100,16 @@ func cancelLegacyHTTP(t *testing.T, tool string, batch bool) {
 	} else if strings.Contains(got, `"id":7`) {
 		t.Fatalf("the cancelled call was answered: %s", got)
 	}
-	if s := lg.status(t, "7"); s != "cancelled" {
+	if s := lg.RequestStatus(t, "7"); s != "cancelled" {
 		t.Fatalf("logged status %s", s)
 	}
 }
 
 func cancelModernHTTP(t *testing.T, tool string) {
 	ex := &queuedExec{started: make(chan string, 1)}
-	lg := newLogged()
+	lg := mcptest.NewLogs()
 	opts := testOptions()
-	opts.Logger = lg.log
+	opts.Logger = lg.Log
 	_, ts := newHTTP(t, opts, ex)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -149,7 +120,7 @@ func cancelModernHTTP(t *testing.T, tool string) {
 	}()
 	<-ex.started
 	cancel()
-	if s := lg.status(t, "7"); s != "cancelled" {
+	if s := lg.RequestStatus(t, "7"); s != "cancelled" {
 		t.Fatalf("after the stream closed the call ended %s; want cancelled (nothing written)", s)
 	}
 }
@@ -168,16 +139,16 @@ func modernPost(ctx context.Context, url, tool string) *http.Request {
 
 // stdioConn is a stdio connection to s for a test.
 type stdioConn struct {
-	t     *testing.T
+	T     *testing.T
 	in    *io.PipeWriter
 	lines chan string
 }
 
-func openStdio(t *testing.T, s *Server) *stdioConn {
+func openStdio(t *testing.T, s *frontend.Server) *stdioConn {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() { _ = s.ServeStdio(context.Background(), inR, outW); outW.Close() }()
-	c := &stdioConn{t: t, in: inW, lines: make(chan string, 100)}
+	c := &stdioConn{T: t, in: inW, lines: make(chan string, 100)}
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -191,28 +162,28 @@ func openStdio(t *testing.T, s *Server) *stdioConn {
 }
 
 func (c *stdioConn) send(line string) {
-	c.t.Helper()
+	c.T.Helper()
 	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.t.Fatal(err)
+		c.T.Fatal(err)
 	}
 }
 
 func (c *stdioConn) read() string {
-	c.t.Helper()
+	c.T.Helper()
 	select {
 	case l := <-c.lines:
 		return l
 	case <-time.After(10 * time.Second):
-		c.t.Fatal("no line on stdout")
+		c.T.Fatal("no line on stdout")
 		return ""
 	}
 }
 
 func cancelStdio(t *testing.T, tool string, modern bool) {
 	ex := &queuedExec{started: make(chan string, 1)}
-	lg := newLogged()
+	lg := mcptest.NewLogs()
 	opts := testOptions()
-	opts.Logger = lg.log
+	opts.Logger = lg.Log
 	c := openStdio(t, newTestServer(opts, ex))
 	meta := ""
 	if modern {
@@ -225,7 +196,7 @@ func cancelStdio(t *testing.T, tool string, modern bool) {
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + fmt.Sprintf(toolCalls[tool], meta) + `}`)
 	<-ex.started
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7` + meta + `}}`)
-	if s := lg.status(t, "7"); s != "cancelled" {
+	if s := lg.RequestStatus(t, "7"); s != "cancelled" {
 		t.Fatalf("logged status %s", s)
 	}
 	// Whatever the call wrote came before its log line; the next line is
@@ -245,23 +216,23 @@ func cancelStdio(t *testing.T, tool string, modern bool) {
 // request gets.
 func TestBatchRequestsCountAgainstTheStreamCap(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 4)}
-	lg := newLogged()
+	lg := mcptest.NewLogs()
 	opts := testOptions()
 	opts.MaxStreamsPerPrincipal = 2
 	opts.RequestTimeout = 20 * time.Second // only if the calls are never cancelled
-	opts.Logger = lg.log
+	opts.Logger = lg.Log
 	_, ts := newHTTP(t, opts, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	resp.Body.Close()
-	c.session = resp.Header.Get("Mcp-Session-Id")
+	c.Session = resp.Header.Get("Mcp-Session-Id")
 	var calls []string
 	for i := 1; i <= 4; i++ {
 		calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript","workspace":"w%d"}}}`, i, i))
 	}
 	answer := make(chan []map[string]any, 1)
 	go func() {
-		r := c.post(context.Background(), "["+strings.Join(calls, ",")+"]", nil)
+		r := c.Post(context.Background(), "["+strings.Join(calls, ",")+"]", nil)
 		defer r.Body.Close()
 		var out []map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&out)
@@ -273,12 +244,12 @@ func TestBatchRequestsCountAgainstTheStreamCap(t *testing.T) {
 	// refused before anything is cancelled (a cancel frees a place, and a
 	// request admitted after it would run).
 	for _, id := range []string{"3", "4"} {
-		if s := lg.status(t, id); s != "refused" {
+		if s := lg.RequestStatus(t, id); s != "refused" {
 			t.Fatalf("request %s beyond the cap logged %s", id, s)
 		}
 	}
 	for id := 1; id <= 4; id++ {
-		cr := c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id), nil)
+		cr := c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id), nil)
 		cr.Body.Close()
 	}
 	out := <-answer
@@ -306,17 +277,17 @@ func TestBatchCallKeepsItsSessionAlive(t *testing.T) {
 	opts.SessionIdleTTL = 200 * time.Millisecond
 	opts.RequestTimeout = 600 * time.Millisecond
 	_, ts := newHTTP(t, opts, &fakeExec{})
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	resp.Body.Close()
-	c.session = resp.Header.Get("Mcp-Session-Id")
-	r := c.post(context.Background(), `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}]`, nil)
+	c.Session = resp.Header.Get("Mcp-Session-Id")
+	r := c.Post(context.Background(), `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}]`, nil)
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 	if !strings.Contains(string(b), `"timeout"`) {
 		t.Fatalf("the batched call answered %s", b)
 	}
-	p := c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
+	p := c.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
 	p.Body.Close()
 	if p.StatusCode != 200 {
 		t.Fatalf("the session expired during a batched call: %d", p.StatusCode)
@@ -336,7 +307,7 @@ func TestStdioRequestsRefusedOnceShutdownBegan(t *testing.T) {
 	grace, endGrace := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Shutdown(grace); close(done) }()
-	for !s.draining.Load() {
+	for !draining(s) {
 		time.Sleep(time.Millisecond)
 	}
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript","workspace":"b"}}}`)
@@ -359,15 +330,18 @@ func TestStdioRequestsRefusedOnceShutdownBegan(t *testing.T) {
 // A zero Options but for the Executor serves: the endpoint is /mcp, bodies
 // up to 4 MiB, no cap, no auth.
 func TestZeroOptionsServe(t *testing.T) {
-	s, err := New(Options{Executor: &fakeExec{}})
+	s, err := frontend.New(frontend.Options{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(s, Options{Executor: &fakeExec{}}); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(context.Background())
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"},`+modernMeta+`}}`,
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript"},`+modernMeta+`}}`,
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Accept": "application/json"})
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
@@ -385,9 +359,9 @@ func TestZeroOptionsServe(t *testing.T) {
 // reaches the call sent as 1E2, and a second 100 is refused while it runs.
 func TestIDsMatchByValue(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
-	lg := newLogged()
+	lg := mcptest.NewLogs()
 	opts := testOptions()
-	opts.Logger = lg.log
+	opts.Logger = lg.Log
 	c := openStdio(t, newTestServer(opts, ex))
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.read()
@@ -402,34 +376,14 @@ func TestIDsMatchByValue(t *testing.T) {
 		t.Fatalf("a second request 100 while 1E2 runs: %s", l)
 	}
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":100}}`)
-	if s := lg.status(t, "1E2"); s != "cancelled" {
+	if s := lg.RequestStatus(t, "1E2"); s != "cancelled" {
 		t.Fatalf("cancel of 100 left 1E2 %s", s)
 	}
 }
 
-// Beyond requestLinesPerSecond requests a second, one request line in
-// requestLinesPerSecond is written; the front end's other lines are not
-// sampled with them.
-func TestRequestLinesAreSampled(t *testing.T) {
-	lg := newLogged()
-	opts := testOptions()
-	opts.Logger = lg.log
-	s, ts := newHTTP(t, opts, &fakeExec{})
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	const n = 3 * requestLinesPerSecond
-	for i := range n {
-		resp := c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+2), nil)
-		_, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-	}
-	// n requests within at most a few seconds: the first hundred of each
-	// second and one in a hundred after.
-	if got := lg.FilterMessage("request").Len(); got < requestLinesPerSecond || got >= n {
-		t.Errorf("%d request lines for %d requests", got, n+1)
-	}
-	s.log.Warn("something else")
-	if lg.FilterMessage("something else").Len() != 1 {
-		t.Error("another line was sampled with the request lines")
-	}
+// draining reports that s has begun to shut down: /healthz says so.
+func draining(s *frontend.Server) bool {
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	return rec.Code == http.StatusServiceUnavailable
 }

@@ -1,10 +1,9 @@
-package frontend
+package tools
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"execd/internal/progress"
-	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
@@ -31,7 +28,7 @@ func (e *benchExec) Run(ctx context.Context, req workspace.Request) (workspace.O
 		e.onRun(ctx, req)
 	}
 	v := "2"
-	return workspace.Outcome{Workspace: req.Workspace, Result: worker.Result{Status: worker.StatusOK, Value: &v, Duration: time.Millisecond}}, nil
+	return workspace.Outcome{Workspace: req.Workspace, Result: workspace.Result{Status: workspace.StatusOK, Value: &v, Duration: time.Millisecond}}, nil
 }
 
 const (
@@ -135,39 +132,6 @@ func BenchmarkRequest(b *testing.B) {
 			}
 		})
 	}
-}
-
-// discardFlusher is a ResponseWriter that throws the bytes away, so that
-// BenchmarkSSEFrame measures the writer, not a growing buffer.
-type discardFlusher struct {
-	hdr http.Header
-	n   int
-}
-
-func (d *discardFlusher) Header() http.Header         { return d.hdr }
-func (d *discardFlusher) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
-func (d *discardFlusher) WriteHeader(int)             {}
-func (d *discardFlusher) Flush()                      {}
-
-// BenchmarkSSEFrame measures writing one notifications/progress frame on
-// a call's SSE stream: JSON-RPC encoding of the params, the data: framing,
-// the locks and the flush call (the socket write is not included; see
-// BenchmarkProgressFrameLatency for that).
-func BenchmarkSSEFrame(b *testing.B) {
-	w := &discardFlusher{hdr: http.Header{}}
-	out := &postSink{w: w, acceptSSE: true}
-	out.open("tools/call")
-	defer out.close()
-	c := &Call{out: out}
-	total := 10.0
-	p := progress.Params{ProgressToken: json.RawMessage(`7`), Progress: 3, Total: &total, Message: "3/10 rows"}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.Notify("notifications/progress", p); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(int64(w.n) / int64(max(b.N, 1)))
 }
 
 // BenchmarkProgressFrameLatency measures a progress report's way from the

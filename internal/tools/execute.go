@@ -1,8 +1,7 @@
-package frontend
+package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"execd/internal/frontend"
 	"execd/internal/jsonrpc"
-	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
@@ -19,144 +18,125 @@ import (
 // workspace decides what a run meant for the user's state (Outcome); the
 // sentences the model reads are chosen here.
 
-var annotationsRun = map[string]any{
-	"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false,
+// execArgs are execute_code's arguments.
+type execArgs struct {
+	Code      string  `json:"code" desc:"The code to run. The value of the last expression is returned as result." missing:"the code to run"`
+	Language  string  `json:"language" desc:"The language of the code."`
+	Workspace *string `json:"workspace,omitempty" header:"Workspace" desc:"The workspace to run in: the id a previous result returned, or a name of your choice (1-64 characters of A-Z a-z 0-9 . _ -). Omit to create a new one."`
+	TimeoutMs *int64  `json:"timeout_ms,omitempty" minimum:"1" desc:"Stop the code after this many milliseconds (the workspace keeps its state)."`
 }
 
 // The tool declares no outputSchema: a result that carries images has no
 // structuredContent (RATIONALE.md, "Why do results with images carry no
 // structuredContent?"), and clients refuse a result without one when the
 // tool declares a schema. The text block is always the result's JSON.
-func (s *Server) executeCodeTool() *tool {
-	langs := s.opts.Languages
+func (t *tools) addExecuteCode() error {
+	langs := t.opts.Languages
 	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
 		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
 		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
 		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
 		"input(prompt) (JavaScript: prompt(message)) asks the user. No network access; files live under /workspace."
-	return &tool{
-		name: "execute_code",
-		def: map[string]any{
-			"title":       "Execute code",
-			"description": desc,
-			"inputSchema": objectSchema(map[string]any{
-				"code":     map[string]any{"type": "string", "description": "The code to run. The value of the last expression is returned as result."},
-				"language": map[string]any{"type": "string", "enum": langs, "description": "The language of the code."},
-				"workspace": map[string]any{"type": "string", "x-mcp-header": "Workspace",
-					"description": "The workspace to run in: the id a previous result returned, or a name of your choice (1-64 characters of A-Z a-z 0-9 . _ -). Omit to create a new one."},
-				"timeout_ms": map[string]any{"type": "integer", "minimum": 1, "description": "Stop the code after this many milliseconds (the workspace keeps its state)."},
-			}, "code", "language"),
-			"annotations": annotationsRun,
+	return frontend.AddTool(t.srv, frontend.Tool[execArgs]{
+		Name:        "execute_code",
+		Title:       "Execute code",
+		Description: desc,
+		Properties:  map[string]map[string]any{"language": {"enum": langs}},
+		Annotations: annotationsRun,
+		Run:         t.executeCode,
+		Invalid: func(in execArgs, msg string) any {
+			return execFailure(deref(in.Workspace), "%s", msg)
 		},
-		run: s.executeCode,
-	}
+	})
 }
 
 // execFailure is an execute_code result for a call that did not run.
 func execFailure(ws, format string, a ...any) execResult {
-	return execResult{out: execOutput{Status: string(worker.StatusError), Error: fmt.Sprintf(format, a...), Workspace: ws}, isError: true}
+	return execResult{out: execOutput{Status: string(workspace.StatusError), Error: fmt.Sprintf(format, a...), Workspace: ws}, isError: true}
 }
 
-// execArgs are execute_code's arguments, checked.
-type execArgs struct {
+// execCall is an execute_code call, its arguments checked.
+type execCall struct {
 	code, language, workspace string
 	timeout                   time.Duration // the shorter of timeout_ms and RequestTimeout; 0 none
 }
 
-func (s *Server) readExecArgs(args arguments) (execArgs, *execResult) {
-	fail := func(ws, format string, a ...any) (execArgs, *execResult) {
-		r := execFailure(ws, format, a...)
-		return execArgs{}, &r
+func (t *tools) readExecArgs(in execArgs) (execCall, *execResult) {
+	ws := deref(in.Workspace)
+	if strings.TrimSpace(in.Language) == "" {
+		r := execFailure(ws, "missing argument language: one of %s", strings.Join(t.opts.Languages, ", "))
+		return execCall{}, &r
 	}
-	code, err := args.stringArg("code")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	language, err := args.stringArg("language")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	wsArg, err := args.stringArg("workspace")
-	if err != nil {
-		return fail("", "%v", err)
-	}
-	ws := deref(wsArg)
-	if code == nil {
-		return fail(ws, "missing argument code: the code to run")
-	}
-	if language == nil || strings.TrimSpace(*language) == "" {
-		return fail(ws, "missing argument language: one of %s", strings.Join(s.opts.Languages, ", "))
-	}
-	timeout := s.opts.RequestTimeout
-	if t := args.get("timeout_ms"); !jsonrpc.IsNull(t) {
-		var ms int64
-		if err := json.Unmarshal(t, &ms); err != nil || ms < 1 {
-			return fail(ws, "timeout_ms must be a positive integer (milliseconds)")
-		}
-		d := time.Duration(min(ms, int64(365*24*time.Hour/time.Millisecond))) * time.Millisecond
+	timeout := t.opts.RequestTimeout
+	if in.TimeoutMs != nil {
+		d := time.Duration(min(*in.TimeoutMs, int64(365*24*time.Hour/time.Millisecond))) * time.Millisecond
 		if timeout == 0 || d < timeout {
 			timeout = d
 		}
 	}
-	return execArgs{code: *code, language: strings.ToLower(strings.TrimSpace(*language)), workspace: ws, timeout: timeout}, nil
+	return execCall{code: in.Code, language: strings.ToLower(strings.TrimSpace(in.Language)), workspace: ws, timeout: timeout}, nil
 }
 
-func (s *Server) executeCode(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error) {
-	a, bad := s.readExecArgs(args)
+func (t *tools) executeCode(ctx context.Context, c *frontend.Call, in execArgs) (any, *jsonrpc.Error) {
+	a, bad := t.readExecArgs(in)
 	if bad != nil {
 		return *bad, nil
 	}
-	if c.era == EraModern {
+	c.Tag("language", a.language)
+	if a.workspace != "" {
+		c.Tag("workspace", a.workspace)
+	}
+	if c.Era() == frontend.EraModern {
 		rt, jerr := c.Retry(execOwner)
 		if jerr != nil {
 			return nil, jerr
 		}
 		if rt.State != nil {
-			return s.resume(ctx, c, a, rt) // the answer to the code's input()
+			return t.resume(ctx, c, a, rt) // the answer to the code's input()
 		}
 	}
-	rep := c.reporter()
+	rep := c.Reporter()
 	defer rep.Stop()
 	rep.Start("accepted " + a.language + " code")
-	if c.era == EraModern && c.canElicit() {
+	if c.Era() == frontend.EraModern && c.CanElicit() {
 		// The code may ask for input: the run must outlive this request
 		// (ask.go).
-		r, a := s.startRun(c, a)
-		return s.follow(ctx, c, a, r, rep)
+		r, a := t.startRun(c, a)
+		return t.follow(ctx, c, a, r, rep)
 	}
-	var in worker.InputSource = noInput{}
-	if c.era == EraLegacy {
-		in = streamInput{c}
+	var src workspace.InputSource = noInput{}
+	if c.Era() == frontend.EraLegacy {
+		src = streamInput{t, c}
 	}
 	// The timeout bounds the run, not the wait for a busy workspace or a
 	// run slot: a queued call can still be cancelled by its client.
-	out, err := s.exec.Run(ctx, workspace.Request{
-		Principal: c.principal, Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: in, Timeout: a.timeout,
+	out, err := t.exec.Run(ctx, workspace.Request{
+		Principal: c.Principal(), Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: src, Timeout: a.timeout,
 	})
 	rep.Flush()
 	rep.Stop()
-	return s.execAnswer(ctx, c, a, out, err)
+	return t.execAnswer(ctx, c, a, out, err)
 }
 
 // execAnswer turns what Run returned into execute_code's result, or
 // into nothing when the client went away while the call waited.
-func (s *Server) execAnswer(ctx context.Context, c *Call, a execArgs, out workspace.Outcome, err error) (any, *jsonrpc.Error) {
+func (t *tools) execAnswer(ctx context.Context, c *frontend.Call, a execCall, out workspace.Outcome, err error) (any, *jsonrpc.Error) {
 	if err != nil {
 		var we *workspace.Error
 		switch {
 		case errors.As(err, &we):
 			return execFailure(a.workspace, "%s", we.Msg), nil
-		case errors.Is(context.Cause(ctx), errShutdown):
+		case errors.Is(context.Cause(ctx), frontend.ErrShutdown):
 			return execFailure(a.workspace, "execd is shutting down; the code did not run"), nil
 		case ctx.Err() != nil:
 			return nil, nil // the client went away while the call waited
 		}
-		s.log.Error("execute_code", zap.String("workspace", a.workspace), zap.Error(err))
+		t.log.Error("execute_code", zap.String("workspace", a.workspace), zap.Error(err))
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: %v", err)
 	}
-	c.setWorkspace(out.Workspace)
-	r := s.describeRun(ctx, a, out)
+	c.Tag("workspace", out.Workspace)
+	r := t.describeRun(ctx, a, out)
 	if out.Result.Reset {
 		c.Log("warning", fmt.Sprintf("workspace %s: %s", out.Workspace, out.ResetReason.Sentence()))
 	}
@@ -166,7 +146,7 @@ func (s *Server) execAnswer(ctx context.Context, c *Call, a execArgs, out worksp
 // describeRun words an Outcome: the error says why the run stopped, the
 // notice what else the model must know (state lost, disk full, the
 // daemon short of memory).
-func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outcome) execResult {
+func (t *tools) describeRun(ctx context.Context, a execCall, out workspace.Outcome) execResult {
 	r := out.Result
 	o := execOutput{
 		Status:     string(r.Status),
@@ -185,19 +165,19 @@ func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outc
 	}
 	o.Error = guest
 	switch r.Status {
-	case worker.StatusTimeout:
+	case workspace.StatusTimeout:
 		head := fmt.Sprintf("timed out after %s", a.timeout)
 		if !r.Reset {
 			head += "; the workspace keeps its state"
 		}
 		o.Error = joinLines(head, guest)
-	case worker.StatusInterrupted:
-		if errors.Is(context.Cause(ctx), errShutdown) {
+	case workspace.StatusInterrupted:
+		if errors.Is(context.Cause(ctx), frontend.ErrShutdown) {
 			o.Error = joinLines("execd is shutting down; the run was stopped", guest)
 		} else {
 			o.Error = joinLines("the run was interrupted", guest)
 		}
-	case worker.StatusOOM:
+	case workspace.StatusOOM:
 		if o.Error == "" {
 			o.Error = "out of memory"
 		}
@@ -223,15 +203,15 @@ func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outc
 	}
 	o.MoreFiles = o.MoreFiles || out.FilesTruncated
 	o.Images = len(r.Images)
-	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
+	isErr := r.Status != workspace.StatusOK && r.Status != workspace.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself
 		// may have succeeded, which status still says.
 		isErr = true
 		if o.Error == "" {
 			limit := "the output limit"
-			if s.opts.MaxOutputBytes > 0 {
-				limit = fmt.Sprintf("%d bytes", s.opts.MaxOutputBytes)
+			if t.opts.MaxOutputBytes > 0 {
+				limit = fmt.Sprintf("%d bytes", t.opts.MaxOutputBytes)
 			}
 			o.Error = fmt.Sprintf("output truncated: stdout or stderr exceeded %s; the head and the tail are kept. Print less, or write large output to a file under /workspace", limit)
 		}
@@ -254,7 +234,7 @@ func joinLines(head, more string) string {
 	return head + "\n" + more
 }
 
-func formatGuestError(e *worker.GuestError) string {
+func formatGuestError(e *workspace.GuestError) string {
 	s := e.Message
 	if e.Type != "" {
 		s = e.Type + ": " + e.Message

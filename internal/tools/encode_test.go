@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"bytes"
@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"testing"
 
-	"execd/internal/worker"
+	"execd/internal/frontend"
+	"execd/internal/workspace"
 )
 
 // mapResult is what execResult replaces: the result as a map, shaped and
 // marshalled by encoding/json.
-func mapResult(t *testing.T, s *Server, era Era, r execResult) []byte {
+func mapResult(t *testing.T, s *frontend.Server, era frontend.Era, r execResult) []byte {
 	t.Helper()
-	m := toolResult(r.out, r.isError)
+	m := frontend.StructuredResult(r.out, r.isError)
 	content := m["content"].([]map[string]any)
 	for _, img := range r.images {
 		content = append(content, map[string]any{"type": "image", "mimeType": img.MIME, "data": base64.StdEncoding.EncodeToString(img.Data)})
@@ -25,7 +26,7 @@ func mapResult(t *testing.T, s *Server, era Era, r execResult) []byte {
 	if len(r.images) > 0 {
 		delete(m, "structuredContent")
 	}
-	b, err := s.shapeResult(era, m)
+	b, err := s.EncodeResult(era, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +43,13 @@ func TestExecResultEncodesAsTheMapWould(t *testing.T) {
 		{Status: "error", Error: "missing argument code"},
 		{Status: "ok", Workspace: "w", Files: []fileRef{{Path: "/workspace/a <b>.png", Size: 7, URI: "workspace://w/a%20%3Cb%3E.png"}, {Path: "/workspace/c", Size: 0, URI: "workspace://w/c"}}, MoreFiles: true, Images: 2},
 	} {
-		for _, era := range []Era{EraLegacy, EraModern} {
+		for _, era := range []frontend.Era{frontend.EraLegacy, frontend.EraModern} {
 			for _, isErr := range []bool{false, true} {
 				r := execResult{out: out, isError: isErr}
 				if out.Images > 0 {
-					r.images = []worker.Picture{{MIME: "image/png", Data: []byte("\x89PNG\r\n\x1a\n<&>")}, {MIME: "image/gif", Data: []byte("GIF89a")}}
+					r.images = []workspace.Picture{{MIME: "image/png", Data: []byte("\x89PNG\r\n\x1a\n<&>")}, {MIME: "image/gif", Data: []byte("GIF89a")}}
 				}
-				if got, want := r.encode(era, s.opts.Version), mapResult(t, s, era, r); !bytes.Equal(got, want) {
+				if got, want := mustEncode(t, s, era, r), mapResult(t, s, era, r); !bytes.Equal(got, want) {
 					t.Errorf("%s era:\n got %s\nwant %s", era, got, want)
 				}
 			}
@@ -73,4 +74,14 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatalf("no escapeHTML: %q; encoding/json %q", got, buf.Bytes())
 		}
 	})
+}
+
+// mustEncode is r as the engine sends it in era.
+func mustEncode(t *testing.T, s *frontend.Server, era frontend.Era, r execResult) []byte {
+	t.Helper()
+	b, err := s.EncodeResult(era, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

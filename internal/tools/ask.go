@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"context"
@@ -12,26 +12,26 @@ import (
 
 	"go.uber.org/zap"
 
+	"execd/internal/frontend"
 	"execd/internal/jsonrpc"
 	"execd/internal/progress"
-	"execd/internal/worker"
 	"execd/internal/workspace"
 )
 
 // The code's input() (Python) and prompt() (JavaScript) ask the person
-// through the client, with the machinery of input.go: Call.Gather asks a
-// legacy client on the call's own stream and waits for its response
-// (intercepted before routing, intercept.go); a modern call answers
-// input_required, and its retry resumes the run. RATIONALE.md, "How does
-// the code's input() reach the person?", says why the modern run outlives
-// its request.
+// through the client, with the engine's input plumbing
+// (internal/frontend/input.go): Call.Gather asks a legacy client on the
+// call's own stream and waits for its response (intercepted before
+// routing); a modern call answers input_required, and its retry resumes
+// the run. internal/frontend/RATIONALE.md, "How does the code's input()
+// reach the person?", says why the modern run outlives its request.
 
 // execOwner is the owner execute_code's requestState is sealed for.
 const execOwner = "execute_code"
 
 // elicitInput is the elicitation of one input(): a form of one string,
 // value, titled by the prompt.
-func (c *Call) elicitInput(prompt string) Input {
+func elicitInput(c *frontend.Call, prompt string) frontend.Input {
 	msg := strings.TrimSpace(prompt)
 	title := msg
 	if msg == "" {
@@ -48,57 +48,60 @@ func (c *Call) elicitInput(prompt string) Input {
 			"required":   []string{"value"},
 		},
 	}
-	if c.era == EraModern || c.version == VersionLatest {
+	if c.Era() == frontend.EraModern || c.Version() == frontend.VersionLatest {
 		params["mode"] = "form" // 2025-11-25 and later name the mode
 	}
-	return Input{Key: "input", Method: "elicitation/create", Params: params}
+	return frontend.Input{Key: "input", Method: "elicitation/create", Params: params}
 }
 
 // inputAnswer is what an ElicitResult gives the code: the accepted value,
 // or EOF for a decline, a cancel or an answer without a string value.
-func inputAnswer(raw json.RawMessage) worker.InputAnswer {
+func inputAnswer(raw json.RawMessage) workspace.InputAnswer {
 	var r struct {
 		Action  string         `json:"action"`
 		Content map[string]any `json:"content"`
 	}
 	_ = json.Unmarshal(raw, &r)
 	if v, ok := r.Content["value"].(string); ok && r.Action == "accept" {
-		return worker.InputAnswer{Status: worker.InputOK, Text: v}
+		return workspace.InputAnswer{Status: workspace.InputOK, Text: v}
 	}
-	return worker.InputAnswer{Status: worker.InputEOF}
+	return workspace.InputAnswer{Status: workspace.InputEOF}
 }
 
 // streamInput asks a legacy client on the call's own stream.
-type streamInput struct{ c *Call }
+type streamInput struct {
+	t *tools
+	c *frontend.Call
+}
 
-func (in streamInput) Input(ctx context.Context, prompt string) worker.InputAnswer {
+func (in streamInput) Input(ctx context.Context, prompt string) workspace.InputAnswer {
 	c := in.c
-	if !c.canElicit() {
-		return worker.InputAnswer{Status: worker.InputNoClient}
+	if !c.CanElicit() {
+		return workspace.InputAnswer{Status: workspace.InputNoClient}
 	}
-	tctx, cancel := context.WithTimeout(ctx, c.srv.opts.InputTimeout)
+	tctx, cancel := context.WithTimeout(ctx, in.t.srv.InputTimeout())
 	defer cancel()
-	got, ok, _, jerr := c.Gather(tctx, execOwner, Retry{}, []Input{c.elicitInput(prompt)}, nil)
+	got, ok, _, jerr := c.Gather(tctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, prompt)}, nil)
 	switch {
 	case ok:
 		return inputAnswer(got["input"])
 	case ctx.Err() != nil:
-		return worker.InputAnswer{Status: worker.InputEOF} // the run is being stopped
+		return workspace.InputAnswer{Status: workspace.InputEOF} // the run is being stopped
 	case tctx.Err() != nil:
-		return worker.InputAnswer{Status: worker.InputTimedOut}
+		return workspace.InputAnswer{Status: workspace.InputTimedOut}
 	case jerr != nil && jerr.Code == jsonrpc.CodeInternalError:
 		// The answer has no stream to ask on (a JSON answer, a batch).
-		c.srv.log.Debug("input cannot be asked", zap.String("id", c.id.String()), zap.String("why", jerr.Message))
-		return worker.InputAnswer{Status: worker.InputNoClient}
+		in.t.log.Debug("input cannot be asked", zap.String("id", c.ID()), zap.String("why", jerr.Message))
+		return workspace.InputAnswer{Status: workspace.InputNoClient}
 	}
-	return worker.InputAnswer{Status: worker.InputEOF} // the client answered with an error or nonsense
+	return workspace.InputAnswer{Status: workspace.InputEOF} // the client answered with an error or nonsense
 }
 
 // noInput answers every input() with "nobody can answer".
 type noInput struct{}
 
-func (noInput) Input(context.Context, string) worker.InputAnswer {
-	return worker.InputAnswer{Status: worker.InputNoClient}
+func (noInput) Input(context.Context, string) workspace.InputAnswer {
+	return workspace.InputAnswer{Status: workspace.InputNoClient}
 }
 
 // A modern run whose code may ask for input runs apart from the request
@@ -113,7 +116,7 @@ type liveRun struct {
 	principal string
 	workspace string
 	bind      string // binds the requestState to the call: its code and language
-	args      execArgs
+	args      execCall
 	cancel    context.CancelCauseFunc
 	events    chan runEvent // the run's questions, then its end
 	sink      relaySink
@@ -133,23 +136,23 @@ type runEvent struct {
 
 type runAsk struct {
 	prompt string
-	answer chan worker.InputAnswer // buffered: the answer never waits
+	answer chan workspace.InputAnswer // buffered: the answer never waits
 }
 
 // Input hands the question to whoever follows the run and waits for the
 // answer, or for the run to be stopped.
-func (r *liveRun) Input(ctx context.Context, prompt string) worker.InputAnswer {
-	a := &runAsk{prompt: prompt, answer: make(chan worker.InputAnswer, 1)}
+func (r *liveRun) Input(ctx context.Context, prompt string) workspace.InputAnswer {
+	a := &runAsk{prompt: prompt, answer: make(chan workspace.InputAnswer, 1)}
 	select {
 	case r.events <- runEvent{ask: a}:
 	case <-ctx.Done():
-		return worker.InputAnswer{Status: worker.InputEOF}
+		return workspace.InputAnswer{Status: workspace.InputEOF}
 	}
 	select {
 	case ans := <-a.answer:
 		return ans
 	case <-ctx.Done():
-		return worker.InputAnswer{Status: worker.InputEOF}
+		return workspace.InputAnswer{Status: workspace.InputEOF}
 	}
 }
 
@@ -176,7 +179,7 @@ func (s *relaySink) Progress(done, total float64, message string) {
 
 // bindOf is what a requestState of execute_code is bound to besides the
 // principal: the call's code and language (the retry repeats them).
-func bindOf(a execArgs) string {
+func bindOf(a execCall) string {
 	h := sha256.New()
 	h.Write([]byte(a.language))
 	h.Write([]byte{0})
@@ -186,15 +189,15 @@ func bindOf(a execArgs) string {
 
 // startRun starts a modern run apart from its request. A call that named
 // no workspace is given its id now, so that the requestState can name it.
-func (s *Server) startRun(c *Call, a execArgs) (*liveRun, execArgs) {
+func (t *tools) startRun(c *frontend.Call, a execCall) (*liveRun, execCall) {
 	if a.workspace == "" {
-		a.workspace = s.opts.NewID()
+		a.workspace = t.exec.NewID()
 	}
-	ctx, cancel := context.WithCancelCause(s.runCtx)
-	r := &liveRun{principal: c.principal, workspace: a.workspace, args: a, cancel: cancel, events: make(chan runEvent, 1)}
+	ctx, cancel := context.WithCancelCause(t.srv.Detached())
+	r := &liveRun{principal: c.Principal(), workspace: a.workspace, args: a, cancel: cancel, events: make(chan runEvent, 1)}
 	go func() {
 		defer cancel(nil)
-		out, err := s.exec.Run(ctx, workspace.Request{Principal: c.principal, Workspace: a.workspace, Language: a.language,
+		out, err := t.exec.Run(ctx, workspace.Request{Principal: r.principal, Workspace: a.workspace, Language: a.language,
 			Code: a.code, Sink: &r.sink, Input: r, Timeout: a.timeout})
 		r.events <- runEvent{out: out, err: err}
 	}()
@@ -204,7 +207,7 @@ func (s *Server) startRun(c *Call, a execArgs) (*liveRun, execArgs) {
 // follow serves a request attached to run r until the run ends (its
 // result) or asks (input_required, the run parked). The request's end
 // cancels the run while it follows it.
-func (s *Server) follow(ctx context.Context, c *Call, a execArgs, r *liveRun, rep *progress.Reporter) (any, *jsonrpc.Error) {
+func (t *tools) follow(ctx context.Context, c *frontend.Call, a execCall, r *liveRun, rep *progress.Reporter) (any, *jsonrpc.Error) {
 	r.sink.set(rep)
 	defer r.sink.set(nil)
 	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
@@ -214,30 +217,30 @@ func (s *Server) follow(ctx context.Context, c *Call, a execArgs, r *liveRun, re
 			stop()
 			rep.Flush()
 			rep.Stop()
-			return s.execAnswer(ctx, c, a, ev.out, ev.err)
+			return t.execAnswer(ctx, c, a, ev.out, ev.err)
 		}
 		if !stop() {
 			// The request ended and the run is being stopped: no one to ask.
-			ev.ask.answer <- worker.InputAnswer{Status: worker.InputEOF}
+			ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputEOF}
 			continue
 		}
 		rep.Stop()
-		return s.park(ctx, c, r, ev.ask)
+		return t.park(ctx, c, r, ev.ask)
 	}
 }
 
 // park keeps r waiting for the answer to ask and answers the request with
 // input_required. The run is named and bound now: most runs never ask.
-func (s *Server) park(ctx context.Context, c *Call, r *liveRun, ask *runAsk) (any, *jsonrpc.Error) {
+func (t *tools) park(ctx context.Context, c *frontend.Call, r *liveRun, ask *runAsk) (any, *jsonrpc.Error) {
 	if r.id == "" {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
 		r.id, r.bind = hex.EncodeToString(id[:]), bindOf(r.args)
 	}
 	r.ask = ask
-	s.paused.put(r, s.opts.InputTimeout, s.expire)
-	c.setWorkspace(r.workspace)
-	_, _, res, jerr := c.Gather(ctx, execOwner, Retry{}, []Input{c.elicitInput(ask.prompt)}, r.state())
+	t.paused.put(r, t.srv.InputTimeout(), t.expire)
+	c.Tag("workspace", r.workspace)
+	_, _, res, jerr := c.Gather(ctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, ask.prompt)}, r.state())
 	return res, jerr
 }
 
@@ -248,7 +251,7 @@ func (r *liveRun) state() map[string]any {
 // resume serves the retry of an input_required round: it checks that the
 // state belongs to this call, takes the parked run, and gives it the
 // answer; a retry without the answer is asked again.
-func (s *Server) resume(ctx context.Context, c *Call, a execArgs, rt Retry) (any, *jsonrpc.Error) {
+func (t *tools) resume(ctx context.Context, c *frontend.Call, a execCall, rt frontend.Retry) (any, *jsonrpc.Error) {
 	var id, ws, bind string
 	_ = json.Unmarshal(rt.State["run"], &id)
 	_ = json.Unmarshal(rt.State["workspace"], &ws)
@@ -256,38 +259,38 @@ func (s *Server) resume(ctx context.Context, c *Call, a execArgs, rt Retry) (any
 	if id == "" || bind != bindOf(a) || (a.workspace != "" && a.workspace != ws) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState belongs to another call (its code, language and workspace must be those of the call that asked)")
 	}
-	r := s.paused.take(id, c.principal)
+	r := t.paused.take(id, c.Principal())
 	if r == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the run this requestState belongs to no longer waits for input (it was answered already, nobody answered within protocol.input_timeout, or execd restarted); call again without requestState")
 	}
-	got, ok, res, jerr := c.Gather(ctx, execOwner, rt, []Input{c.elicitInput(r.ask.prompt)}, r.state())
+	got, ok, res, jerr := c.Gather(ctx, execOwner, rt, []frontend.Input{elicitInput(c, r.ask.prompt)}, r.state())
 	if !ok {
-		s.paused.putBack(r, s.expire)
+		t.paused.putBack(r, t.expire)
 		return res, jerr
 	}
-	s.paused.answered(r)
-	c.setWorkspace(r.workspace)
+	t.paused.answered(r)
+	c.Tag("workspace", r.workspace)
 	r.ask.answer <- inputAnswer(got["input"])
 	r.ask = nil
-	rep := c.reporter()
+	rep := c.Reporter()
 	defer rep.Stop()
 	rep.Start("resumed with the answer")
 	a.workspace = r.workspace
-	return s.follow(ctx, c, a, r, rep)
+	return t.follow(ctx, c, a, r, rep)
 }
 
 // expire ends the wait of a parked run nobody answered: its input() gets
 // EOF, later ones too, and its result is dropped.
-func (s *Server) expire(r *liveRun) {
-	s.log.Info("input not answered in time; the run goes on without it", zap.String("workspace", r.workspace),
-		zap.Duration("input_timeout", s.opts.InputTimeout))
-	r.ask.answer <- worker.InputAnswer{Status: worker.InputTimedOut}
+func (t *tools) expire(r *liveRun) {
+	t.log.Info("input not answered in time; the run goes on without it", zap.String("workspace", r.workspace),
+		zap.Duration("input_timeout", t.srv.InputTimeout()))
+	r.ask.answer <- workspace.InputAnswer{Status: workspace.InputTimedOut}
 	go func() {
 		for ev := range r.events {
 			if ev.ask == nil {
 				return
 			}
-			ev.ask.answer <- worker.InputAnswer{Status: worker.InputTimedOut}
+			ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputTimedOut}
 		}
 	}()
 }

@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"execd/internal/worker"
+	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
 
@@ -49,13 +49,24 @@ type fakeFile struct {
 	data []byte
 }
 
+// NewID mints ws-1, ws-2, … (the ids of runs without a workspace too).
+func (f *fakeExec) NewID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mintLocked()
+}
+
+func (f *fakeExec) mintLocked() string {
+	f.next++
+	return fmt.Sprintf("ws-%d", f.next)
+}
+
 func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
 	f0 := f
 	ws := req.Workspace
 	f.mu.Lock()
 	if ws == "" {
-		f.next++
-		ws = fmt.Sprintf("ws-%d", f.next)
+		ws = f.mintLocked()
 	}
 	f.runs = append(f.runs, req.Code)
 	f.mu.Unlock()
@@ -73,7 +84,7 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	r := worker.Result{Status: worker.StatusOK, Duration: 3 * time.Millisecond}
+	r := workspace.Result{Status: workspace.StatusOK, Duration: 3 * time.Millisecond}
 	str := func(s string) *string { return &s }
 	code := strings.TrimSpace(req.Code)
 	switch {
@@ -82,8 +93,8 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 	case strings.HasPrefix(code, "print "):
 		r.Stdout = strings.TrimPrefix(code, "print ") + "\n"
 	case code == "throw":
-		r.Status = worker.StatusError
-		r.Error = &worker.GuestError{Type: "TypeError", Message: "x is not a function", Stack: "    at <eval> (cell:1)"}
+		r.Status = workspace.StatusError
+		r.Error = &workspace.GuestError{Type: "TypeError", Message: "x is not a function", Stack: "    at <eval> (cell:1)"}
 	case strings.HasPrefix(code, "progress "):
 		var n int
 		fmt.Sscan(strings.TrimPrefix(code, "progress "), &n)
@@ -96,19 +107,19 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 		r.Value = str(`"done"`)
 	case code == "block":
 		<-ctx.Done()
-		r.Status = worker.StatusInterrupted
+		r.Status = workspace.StatusInterrupted
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			r.Status = worker.StatusTimeout
+			r.Status = workspace.StatusTimeout
 		}
 	case code == "oom":
-		r.Status = worker.StatusOOM
-		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}
+		r.Status = workspace.StatusOOM
+		r.Error = &workspace.GuestError{Type: "InternalError", Message: "out of memory"}
 	case code == "killed":
-		r.Status, r.Reset = worker.StatusTimeout, true
-		r.Error = &worker.GuestError{Type: "InterruptError", Message: "execution timed out; the code did not stop within the interrupt grace and was killed"}
+		r.Status, r.Reset = workspace.StatusTimeout, true
+		r.Error = &workspace.GuestError{Type: "InterruptError", Message: "execution timed out; the code did not stop within the interrupt grace and was killed"}
 		return workspace.Outcome{Workspace: ws, Result: r, ResetReason: workspace.ReasonKilled}, nil
 	case code == "lost":
-		r.Status, r.Reset = worker.StatusReset, true
+		r.Status, r.Reset = workspace.StatusReset, true
 		return workspace.Outcome{Workspace: ws, Result: r, ResetReason: workspace.ReasonIdleTTL}, nil
 	case code == "diskfull":
 		r.Stderr = "Error: I/O error\n"
@@ -125,32 +136,32 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 		fmt.Sscan(strings.TrimPrefix(code, "show "), &n)
 		png, _ := base64.StdEncoding.DecodeString(fakePNG)
 		for i := 0; i < n; i++ {
-			r.Images = append(r.Images, worker.Picture{MIME: "image/png", Data: png})
+			r.Images = append(r.Images, workspace.Picture{MIME: "image/png", Data: png})
 		}
 		r.Stdout = "drawn\n"
 	case strings.HasPrefix(code, "ask "):
 		if req.Input == nil {
-			r.Status, r.Error = worker.StatusError, &worker.GuestError{Type: "EOFError", Message: "no input source"}
+			r.Status, r.Error = workspace.StatusError, &workspace.GuestError{Type: "EOFError", Message: "no input source"}
 			break
 		}
 		ans := req.Input.Input(ctx, strings.TrimPrefix(code, "ask "))
 		switch {
 		case ctx.Err() != nil:
-			r.Status, r.Error = worker.StatusInterrupted, &worker.GuestError{Type: "KeyboardInterrupt", Message: "interrupted"}
+			r.Status, r.Error = workspace.StatusInterrupted, &workspace.GuestError{Type: "KeyboardInterrupt", Message: "interrupted"}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				r.Status = worker.StatusTimeout
+				r.Status = workspace.StatusTimeout
 			}
-		case ans.Status == worker.InputOK:
+		case ans.Status == workspace.InputOK:
 			r.Value = str(fmt.Sprintf("%q", ans.Text))
 		default:
-			r.Status = worker.StatusError
-			r.Error = &worker.GuestError{Type: "EOFError", Message: map[worker.InputStatus]string{
-				worker.InputEOF: "the person gave no answer", worker.InputNoClient: "the client cannot answer",
-				worker.InputTimedOut: "nobody answered in time"}[ans.Status]}
+			r.Status = workspace.StatusError
+			r.Error = &workspace.GuestError{Type: "EOFError", Message: map[workspace.InputStatus]string{
+				workspace.InputEOF: "the person gave no answer", workspace.InputNoClient: "the client cannot answer",
+				workspace.InputTimedOut: "nobody answered in time"}[ans.Status]}
 		}
 	case code == "budget":
-		r.Status = worker.StatusOOM
-		r.Error = &worker.GuestError{Type: "InternalError", Message: "out of memory"}
+		r.Status = workspace.StatusOOM
+		r.Error = &workspace.GuestError{Type: "InternalError", Message: "out of memory"}
 		return workspace.Outcome{Workspace: ws, Result: r, BudgetExceeded: true}, nil
 	}
 	return workspace.Outcome{Workspace: ws, Result: r}, nil
@@ -322,25 +333,42 @@ func (noWorkspaces) WriteFile(context.Context, string, string, string, []byte) (
 	return workspace.FileInfo{}, errFakeMissing
 }
 func (noWorkspaces) RecentFiles(string) []workspace.FileInfo { return nil }
+func (noWorkspaces) NewID() string                           { return "new" }
 
 // testOptions are the options of the front-end tests: a loopback
 // listener, a heartbeat longer than any test, the default limits.
-func testOptions() Options {
-	return Options{
-		Languages:              []string{"javascript"},
-		Version:                "0.1.0",
-		Listen:                 "127.0.0.1:0",
-		MaxStreamsPerPrincipal: 64,
-		ProgressHeartbeat:      30 * time.Second,
-		SessionIdleTTL:         time.Hour,
-		MaxOutputBytes:         64 << 10,
+// testConfig is what a test server is made of: the engine's options and
+// the tools' own.
+type testConfig struct {
+	frontend.Options
+	Languages      []string
+	RequestTimeout time.Duration
+	MaxOutputBytes int
+}
+
+func testOptions() testConfig {
+	return testConfig{
+		Options: frontend.Options{
+			Version:                "0.1.0",
+			Listen:                 "127.0.0.1:0",
+			MaxStreamsPerPrincipal: 64,
+			ProgressHeartbeat:      30 * time.Second,
+			SessionIdleTTL:         time.Hour,
+		},
+		Languages:      []string{"javascript"},
+		MaxOutputBytes: 64 << 10,
 	}
 }
 
-func newTestServer(opts Options, ex Executor) *Server {
-	opts.Executor = ex
-	s, err := New(opts)
+// newTestServer is the engine with execd's tools over ex, as cmd/execd
+// builds it.
+func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
+	s, err := frontend.New(cfg.Options)
 	if err != nil {
+		panic(err)
+	}
+	if err := Register(s, Options{Executor: ex, Languages: cfg.Languages, RequestTimeout: cfg.RequestTimeout,
+		MaxOutputBytes: cfg.MaxOutputBytes, Logger: cfg.Logger}); err != nil {
 		panic(err)
 	}
 	return s

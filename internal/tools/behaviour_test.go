@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"bufio"
@@ -14,80 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"execd/internal/worker"
+	"execd/internal/frontend"
+	"execd/internal/mcptest"
 	"execd/internal/workspace"
 )
 
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+const modernMeta = mcptest.ModernMeta
 
-type client struct {
-	t       *testing.T
-	url     string
-	session string
-	token   string
-}
+// client is the shared MCP test client.
+type client = mcptest.Client
 
-func (c *client) post(ctx context.Context, body string, hdr map[string]string) *http.Response {
-	c.t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.session != "" {
-		req.Header.Set("Mcp-Session-Id", c.session)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return resp
-}
-
-func (c *client) initialize() {
-	c.t.Helper()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		c.t.Fatalf("initialize: %d", resp.StatusCode)
-	}
-	c.session = resp.Header.Get("Mcp-Session-Id")
-}
-
-// events reads SSE data lines from a response, sending each message on the
-// returned channel until the stream ends; a JSON response is one message.
-func events(resp *http.Response) <-chan map[string]any {
-	ch := make(chan map[string]any, 100)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			// A quick call's answer, alone.
-			var m map[string]any
-			if json.NewDecoder(resp.Body).Decode(&m) == nil {
-				ch <- m
-			}
-			return
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil {
-					ch <- m
-				}
-			}
-		}
-	}()
-	return ch
-}
-
-func newHTTP(t *testing.T, cfg Options, ex Executor) (*Server, *httptest.Server) {
+func newHTTP(t *testing.T, cfg testConfig, ex workspace.Executor) (*frontend.Server, *httptest.Server) {
 	t.Helper()
 	s := newTestServer(cfg, ex)
 	ts := httptest.NewServer(s.Handler())
@@ -98,13 +35,13 @@ func newHTTP(t *testing.T, cfg Options, ex Executor) (*Server, *httptest.Server)
 func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	_, ts := newHTTP(t, testOptions(), ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},"_meta":{"progressToken":"tok"}}}`, nil)
-	ev := events(resp)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},"_meta":{"progressToken":"tok"}}}`, nil)
+	ev := mcptest.Events(resp)
 	<-ex.started
 	// The cancel is its own POST, answered at once although the workspace is busy.
-	cr := c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, nil)
+	cr := c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`, nil)
 	cr.Body.Close()
 	if cr.StatusCode != http.StatusAccepted {
 		t.Fatalf("cancel: %d", cr.StatusCode)
@@ -120,20 +57,20 @@ func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
 func TestLegacyDuplicateInflightID(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	_, ts := newHTTP(t, testOptions(), ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp := c.post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	resp := c.Post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
 	defer resp.Body.Close()
 	<-ex.started
-	dup := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Accept": "application/json"})
+	dup := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Accept": "application/json"})
 	b, _ := io.ReadAll(dup.Body)
 	dup.Body.Close()
 	if !strings.Contains(string(b), `"code":-32600`) || !strings.Contains(string(b), "already in use") {
 		t.Fatalf("reused in-flight id answered %s", b)
 	}
-	c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, nil).Body.Close()
+	c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, nil).Body.Close()
 }
 
 func TestModernStreamCloseCancelsRun(t *testing.T) {
@@ -141,9 +78,9 @@ func TestModernStreamCloseCancelsRun(t *testing.T) {
 	done := make(chan struct{})
 	wrapped := &notifyingExec{fakeExec: ex, done: done}
 	_, ts := newHTTP(t, testOptions(), wrapped)
-	c := &client{t: t, url: ts.URL + "/mcp"}
+	c := &client{T: t, URL: ts.URL + "/mcp"}
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := c.post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},`+modernMeta+`}}`,
+	resp := c.Post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"},`+modernMeta+`}}`,
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"})
 	<-ex.started
 	cancel()
@@ -160,8 +97,8 @@ type notifyingExec struct {
 	*fakeExec
 	done   chan struct{}
 	once   sync.Once
-	status worker.Status // of the first run, once done is closed
-	cause  error         // its context's cause
+	status workspace.Status // of the first run, once done is closed
+	cause  error            // its context's cause
 }
 
 func (n *notifyingExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
@@ -180,10 +117,10 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 	cfg := testOptions()
 	cfg.RequestTimeout = 300 * time.Millisecond
 	_, ts := newHTTP(t, cfg, wrapped)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := c.post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	resp := c.Post(ctx, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
 	<-ex.started
 	cancel()
 	resp.Body.Close()
@@ -194,7 +131,7 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run never ended")
 	}
-	if wrapped.status != worker.StatusTimeout || wrapped.cause != nil {
+	if wrapped.status != workspace.StatusTimeout || wrapped.cause != nil {
 		t.Fatalf("the run ended %s (context cause %v); want it to reach its timeout, uncancelled", wrapped.status, wrapped.cause)
 	}
 	if n := len(ex.runs); n != 1 {
@@ -204,15 +141,15 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 
 func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
 	_, ts := newHTTP(t, testOptions(), &fakeExec{})
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript"},"_meta":{"progressToken":9}}}`, nil)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript"},"_meta":{"progressToken":9}}}`, nil)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Header.Get("X-Accel-Buffering") != "no" {
 		t.Fatalf("headers %v", resp.Header)
 	}
 	var last float64
 	frames, gotResult := 0, false
-	for m := range events(resp) {
+	for m := range mcptest.Events(resp) {
 		if gotResult {
 			t.Fatalf("message after the result: %v", m)
 		}
@@ -242,10 +179,10 @@ func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
 func TestShutdownAnswersRunningCalls(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	s, ts := newHTTP(t, testOptions(), ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	resp := c.post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
-	ev := events(resp)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	ev := mcptest.Events(resp)
 	<-ex.started
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -272,14 +209,14 @@ func TestAuthAndPrincipalIsolation(t *testing.T) {
 	cfg := testOptions()
 	cfg.AuthTokensFile = file
 	_, ts := newHTTP(t, cfg, &fakeExec{})
-	anon := &client{t: t, url: ts.URL + "/mcp"}
-	r := anon.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
+	anon := &client{T: t, URL: ts.URL + "/mcp"}
+	r := anon.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
 	r.Body.Close()
 	if r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", r.StatusCode)
 	}
-	bad := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaab"}
-	r = bad.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
+	bad := &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaab"}
+	r = bad.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil)
 	r.Body.Close()
 	if r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", r.StatusCode)
@@ -287,23 +224,23 @@ func TestAuthAndPrincipalIsolation(t *testing.T) {
 	if h, _ := http.Get(ts.URL + "/healthz"); h.StatusCode != 200 {
 		t.Fatalf("healthz needs no token: %d", h.StatusCode)
 	}
-	alice := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
-	alice.initialize()
+	alice := &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}
+	alice.Initialize()
 	// Bob cannot use, cancel into, or delete Alice's session.
-	bob := &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb", session: alice.session}
-	r = bob.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil)
+	bob := &client{T: t, URL: ts.URL + "/mcp", Token: "bbbbbbbbbbbbbbbbbbbb", Session: alice.Session}
+	r = bob.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil)
 	r.Body.Close()
 	if r.StatusCode != http.StatusNotFound {
 		t.Fatalf("bob on alice's session: %d", r.StatusCode)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
 	req.Header.Set("Authorization", "Bearer bbbbbbbbbbbbbbbbbbbb")
-	req.Header.Set("Mcp-Session-Id", alice.session)
+	req.Header.Set("Mcp-Session-Id", alice.Session)
 	dr, _ := http.DefaultClient.Do(req)
 	if dr.StatusCode != http.StatusNotFound {
 		t.Fatalf("bob deleting alice's session: %d", dr.StatusCode)
 	}
-	r = alice.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	r = alice.Post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
 	r.Body.Close()
 	if r.StatusCode != 200 {
 		t.Fatalf("alice's session broken by bob: %d", r.StatusCode)
@@ -314,8 +251,8 @@ func TestBodyTooLarge(t *testing.T) {
 	cfg := testOptions()
 	cfg.MaxBodyBytes = 2048
 	_, ts := newHTTP(t, cfg, &fakeExec{})
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 4096)+`"}}`, nil)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 4096)+`"}}`, nil)
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 	if r.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "-32000") {
@@ -362,23 +299,23 @@ func TestStreamCapPerPrincipal(t *testing.T) {
 	cfg := testOptions()
 	cfg.MaxStreamsPerPrincipal = 2
 	_, ts := newHTTP(t, cfg, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := 1; i <= 2; i++ {
-		r := c.post(ctx, `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+		r := c.Post(ctx, `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
 		defer r.Body.Close()
 		<-ex.started
 	}
-	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
 	b, _ := io.ReadAll(r.Body)
 	r.Body.Close()
 	if r.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(b), "max_streams_per_principal") {
 		t.Fatalf("third open request: %d %s", r.StatusCode, b)
 	}
 	for _, id := range []string{"1", "2"} {
-		c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`, nil).Body.Close()
+		c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`}}`, nil).Body.Close()
 	}
 }
 
@@ -436,19 +373,19 @@ func TestSessionNotIdleWhileCallRuns(t *testing.T) {
 	cfg.SessionIdleTTL = 200 * time.Millisecond
 	cfg.RequestTimeout = 600 * time.Millisecond
 	_, ts := newHTTP(t, cfg, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
-	c.initialize()
-	r := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
-	for range events(r) {
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	for range mcptest.Events(r) {
 	}
 	// The call lasted longer than the idle TTL; the session is still there.
-	p := c.post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
+	p := c.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
 	p.Body.Close()
 	if p.StatusCode != 200 {
 		t.Fatalf("session expired during a call: %d", p.StatusCode)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	p = c.post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
+	p = c.Post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
 	p.Body.Close()
 	if p.StatusCode != http.StatusNotFound {
 		t.Fatalf("idle session not expired: %d", p.StatusCode)

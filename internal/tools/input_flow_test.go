@@ -1,8 +1,9 @@
-package frontend
+package tools
 
 import (
 	"context"
 	"encoding/json"
+	"execd/internal/mcptest"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,33 +15,33 @@ import (
 const elicitingInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`
 
 // initElicit opens a legacy session whose client declared elicitation.
-func (c *client) initElicit() {
-	c.t.Helper()
-	resp := c.post(context.Background(), elicitingInit, nil)
+func initElicit(c *client) {
+	c.T.Helper()
+	resp := c.Post(context.Background(), elicitingInit, nil)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		c.t.Fatalf("initialize: %d", resp.StatusCode)
+		c.T.Fatalf("initialize: %d", resp.StatusCode)
 	}
-	c.session = resp.Header.Get("Mcp-Session-Id")
+	c.Session = resp.Header.Get("Mcp-Session-Id")
 }
 
 // ask starts execute_code "ask prompt" and returns the id of the
 // elicitation it sends and the rest of its stream.
-func (c *client) ask(id int, prompt string) (string, <-chan map[string]any) {
-	c.t.Helper()
-	ev := events(c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask %s","language":"javascript","workspace":"w%d"}}}`, id, prompt, id), nil))
+func ask(c *client, id int, prompt string) (string, <-chan map[string]any) {
+	c.T.Helper()
+	ev := mcptest.Events(c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask %s","language":"javascript","workspace":"w%d"}}}`, id, prompt, id), nil))
 	for m := range ev {
 		if m["method"] == "elicitation/create" {
 			return m["id"].(string), ev
 		}
 	}
-	c.t.Fatal("no elicitation/create on the stream")
+	c.T.Fatal("no elicitation/create on the stream")
 	return "", nil
 }
 
-func (c *client) respond(id, value string) int {
-	c.t.Helper()
-	resp := c.post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"value":%q}}}`, id, value), nil)
+func respond(c *client, id, value string) int {
+	c.T.Helper()
+	resp := c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"value":%q}}}`, id, value), nil)
 	resp.Body.Close()
 	return resp.StatusCode
 }
@@ -65,29 +66,29 @@ func TestForeignResponsesAreIgnored(t *testing.T) {
 	os.WriteFile(tokens, []byte("alice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
 	cfg := testOptions()
 	cfg.AuthTokensFile = tokens
-	logs := newLogged()
-	cfg.Logger = logs.log
+	logs := mcptest.NewLogs()
+	cfg.Logger = logs.Log
 	_, ts := newHTTP(t, cfg, &fakeExec{})
-	alice := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
-	alice.initElicit()
-	other := &client{t: t, url: ts.URL + "/mcp", token: "aaaaaaaaaaaaaaaaaaaa"}
-	other.initElicit()
-	bob := &client{t: t, url: ts.URL + "/mcp", token: "bbbbbbbbbbbbbbbbbbbb", session: alice.session}
+	alice := &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}
+	initElicit(alice)
+	other := &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}
+	initElicit(other)
+	bob := &client{T: t, URL: ts.URL + "/mcp", Token: "bbbbbbbbbbbbbbbbbbbb", Session: alice.Session}
 
-	id, ev := alice.ask(1, "Name?")
-	if code := other.respond(id, "from alice's other session"); code != 202 {
+	id, ev := ask(alice, 1, "Name?")
+	if code := respond(other, id, "from alice's other session"); code != 202 {
 		t.Fatalf("another session's response: %d", code)
 	}
-	if code := bob.respond(id, "from bob"); code != 202 {
+	if code := respond(bob, id, "from bob"); code != 202 {
 		t.Fatalf("another principal's response on alice's session: %d", code)
 	}
-	if code := alice.respond("execd-999", "unknown"); code != 202 {
+	if code := respond(alice, "execd-999", "unknown"); code != 202 {
 		t.Fatalf("a response for an unknown id: %d", code)
 	}
-	if code := alice.respond(id, "Ada"); code != 202 {
+	if code := respond(alice, id, "Ada"); code != 202 {
 		t.Fatalf("the answer: %d", code)
 	}
-	if code := alice.respond(id, "twice"); code != 202 {
+	if code := respond(alice, id, "twice"); code != 202 {
 		t.Fatalf("a second answer: %d", code)
 	}
 	if sc := resultOf(t, ev); sc["result"] != `"Ada"` {
@@ -110,11 +111,11 @@ func TestParkedRunExpires(t *testing.T) {
 	cfg.InputTimeout = 100 * time.Millisecond
 	ex := &notifyingExec{fakeExec: &fakeExec{}, done: make(chan struct{})}
 	_, ts := newHTTP(t, cfg, ex)
-	c := &client{t: t, url: ts.URL + "/mcp"}
+	c := &client{T: t, URL: ts.URL + "/mcp"}
 	call := func(id int, extra string) map[string]any {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask Name?","language":"javascript","workspace":"w"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}%s}}`, id, extra)
 		var last map[string]any
-		for m := range events(c.post(context.Background(), body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "w"})) {
+		for m := range mcptest.Events(c.Post(context.Background(), body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "w"})) {
 			last = m
 		}
 		return last

@@ -1,4 +1,4 @@
-package frontend
+package tools
 
 import (
 	"encoding/base64"
@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"execd/internal/worker"
+	"execd/internal/frontend"
+	"execd/internal/workspace"
 )
 
 // execute_code's result is the commonest answer, so it is written by hand
@@ -120,18 +121,15 @@ func (o *execOutput) appendTo(b []byte, escapeHTML bool) []byte {
 type execResult struct {
 	out     execOutput
 	isError bool
-	images  []worker.Picture
+	images  []workspace.Picture
 }
 
-func (r execResult) encode(era Era, version string) json.RawMessage {
+// EncodeResult implements frontend.EncodedResult.
+func (r execResult) EncodeResult(env frontend.ResultEnvelope) json.RawMessage {
 	text := r.out.appendTo(make([]byte, 0, 256), false)
 	b := make([]byte, 0, 2*len(text)+160)
 	b = append(b, '{')
-	if era == EraModern {
-		b = append(b, `"_meta":{"`+metaServerInfo+`":{"name":"`+ServerName+`","version":`...)
-		b = appendJSONString(b, version, true)
-		b = append(b, `}},`...)
-	}
+	b = env.AppendMeta(b)
 	b = append(b, `"content":[{"text":`...)
 	b = appendJSONString(b, string(text), true)
 	b = append(b, `,"type":"text"}`...)
@@ -155,9 +153,7 @@ func (r execResult) encode(era Era, version string) json.RawMessage {
 	}
 	b = append(b, `],"isError":`...)
 	b = strconv.AppendBool(b, r.isError)
-	if era == EraModern {
-		b = append(b, `,"resultType":"complete"`...)
-	}
+	b = env.AppendResultType(b)
 	if len(r.images) == 0 {
 		b = append(b, `,"structuredContent":`...)
 		b = r.out.appendTo(b, true)

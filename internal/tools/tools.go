@@ -1,0 +1,79 @@
+// Package tools holds execd's MCP tools — execute_code, the workspace
+// tools, the workspace files as resources and through read_file and
+// write_file, images and the code's input() — and registers them on the
+// MCP engine (internal/frontend) through the same API any tool uses. It
+// knows the workspace registry (internal/workspace) and MCP's shapes of
+// results, and chooses the words the model reads; the engine below it
+// knows nothing of sandboxes.
+package tools
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"execd/internal/frontend"
+	"execd/internal/workspace"
+)
+
+// Options configure execd's tools. Each field says what its zero value
+// means; only Executor is required.
+type Options struct {
+	// Executor runs execute_code and the workspace tools. Required.
+	Executor workspace.Executor
+	// Languages are the guests the Executor runs, named in execute_code's
+	// description and schema. Nil means javascript alone.
+	Languages []string
+	// RequestTimeout bounds an execute_code run; a shorter timeout_ms
+	// wins. Zero means no bound.
+	RequestTimeout time.Duration
+	// MaxOutputBytes is the Executor's cap on stdout and stderr, named in
+	// the error of a truncated result. Zero leaves the figure out.
+	MaxOutputBytes int
+	// Logger gets the tools' errors. Nil means none.
+	Logger *zap.Logger
+}
+
+// tools are execd's tools registered on one engine.
+type tools struct {
+	opts   Options
+	srv    *frontend.Server
+	exec   workspace.Executor
+	log    *zap.Logger
+	paused *pausedRuns
+}
+
+// Register adds execd's tools to srv, execute_code first (clients, and
+// the conformance header scenarios, call the first listed tool), then the
+// workspace and file tools, and the workspace files as resources; and sets
+// the instructions srv gives the model.
+func Register(srv *frontend.Server, opts Options) error {
+	if opts.Executor == nil {
+		return errors.New("tools: Options.Executor is required")
+	}
+	if len(opts.Languages) == 0 {
+		opts.Languages = []string{"javascript"}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	t := &tools{opts: opts, srv: srv, exec: opts.Executor, log: log, paused: newPausedRuns()}
+	for _, add := range []func() error{
+		t.addExecuteCode, t.addListWorkspaces, t.addResetWorkspace, t.addDeleteWorkspace,
+		t.addCheckpointWorkspace, t.addRestoreWorkspace, t.addForkWorkspace, t.addReadFile, t.addWriteFile,
+	} {
+		if err := add(); err != nil {
+			return err
+		}
+	}
+	srv.AddResources(t.fileResources())
+	langs := strings.Join(opts.Languages, " and ") + " code"
+	srv.SetInstructions("Runs " + langs + " in sandboxes with execute_code. Each result names a workspace: pass it back as `workspace` to keep variables and files from earlier calls.")
+	// Runs parked waiting for input end with the server (ask.go).
+	context.AfterFunc(srv.Detached(), t.paused.closeAll)
+	return nil
+}

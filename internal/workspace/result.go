@@ -1,0 +1,148 @@
+package workspace
+
+import (
+	"context"
+	"time"
+
+	"execd/internal/worker"
+)
+
+// The vocabulary of a run as the workspace's callers see it. The worker
+// reports facts about its instance (worker.Result); the Manager decides
+// what they mean for the workspace's state (settle) and hands its callers
+// these types, so that nothing above the workspace needs the worker's.
+
+// Status is how a run ended, as the user is told.
+type Status string
+
+const (
+	// StatusOK: the code ran to completion.
+	StatusOK Status = "ok"
+	// StatusError: the code raised an uncaught exception, or the sandbox
+	// failed it.
+	StatusError Status = "error"
+	// StatusTimeout: execd's own deadline stopped the code.
+	StatusTimeout Status = "timeout"
+	// StatusInterrupted: the caller's context ended for another reason (a
+	// client's cancel, shutdown).
+	StatusInterrupted Status = "interrupted"
+	// StatusOOM: the code ran out of the memory its sandbox allows.
+	StatusOOM Status = "oom"
+	// StatusReset: the code ran to completion, but on a fresh interpreter:
+	// the workspace's earlier state is gone (Outcome.ResetReason says why).
+	StatusReset Status = "reset"
+)
+
+// GuestError is an uncaught exception of the code, or why the sandbox
+// stopped it.
+type GuestError struct {
+	Type    string // e.g. "TypeError", "InterruptError"
+	Message string
+	Stack   string
+}
+
+// Picture is an image the code showed.
+type Picture struct {
+	MIME string // image/png, image/jpeg, image/gif or image/webp
+	Data []byte
+}
+
+// ImageType names the media type of an image the code may show (PNG,
+// JPEG, GIF, WebP, recognised by their first bytes), or "" for anything
+// else: the same test the sandbox applies to show().
+func ImageType(b []byte) string { return worker.ImageType(b) }
+
+// ProgressSink receives the code's progress reports during a run, and the
+// workspace's own ("queued: …"). It must not block for long.
+type ProgressSink interface {
+	Progress(done, total float64, message string)
+}
+
+// InputSource answers the code's input(): it asks the person and waits. A
+// ctx that ends means the run is being stopped.
+type InputSource interface {
+	Input(ctx context.Context, prompt string) InputAnswer
+}
+
+// InputAnswer is the answer to one input().
+type InputAnswer struct {
+	Status InputStatus
+	Text   string // the answer, when Status is InputOK
+}
+
+// InputStatus says whether an input() got an answer, and if not why.
+type InputStatus int
+
+const (
+	// InputOK: the person answered.
+	InputOK InputStatus = iota
+	// InputEOF: the person declined or dismissed the question, or the run
+	// is being stopped.
+	InputEOF
+	// InputNoClient: nobody can be asked (the client cannot answer).
+	InputNoClient
+	// InputTimedOut: nobody answered in time.
+	InputTimedOut
+)
+
+// workerInput answers the worker's input() through the caller's source.
+type workerInput struct{ in InputSource }
+
+func (w workerInput) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	a := w.in.Input(ctx, prompt)
+	var st worker.InputStatus
+	switch a.Status {
+	case InputOK:
+		st = worker.InputOK
+	case InputNoClient:
+		st = worker.InputNoClient
+	case InputTimedOut:
+		st = worker.InputTimedOut
+	default:
+		st = worker.InputEOF
+	}
+	return worker.InputAnswer{Status: st, Text: a.Text}
+}
+
+// Result is what the code produced, with Status and Reset as the workspace
+// decided them.
+type Result struct {
+	Status Status
+	Stdout string
+	Stderr string
+	// Value is the printable form of the last expression's value; nil when
+	// there is none.
+	Value *string
+	// Error is the exception, or why the run stopped; nil otherwise.
+	Error *GuestError
+	// Truncated reports that stdout or stderr exceeded the output cap (the
+	// head and the tail are kept).
+	Truncated bool
+	// Reset reports that the interpreter's earlier state is gone
+	// (Outcome.ResetReason says why); Status is then reset for code that
+	// ran fine.
+	Reset bool
+	// Duration is the run's time in the sandbox, less its waits for input.
+	Duration time.Duration
+	// Images are what the code showed, in order.
+	Images []Picture
+}
+
+// resultOf is the worker's result in the workspace's words, before the
+// workspace has decided what the run means for its state.
+func resultOf(r worker.Result) Result {
+	out := Result{
+		Status: Status(r.Status), Stdout: r.Stdout, Stderr: r.Stderr, Value: r.Value,
+		Truncated: r.Truncated, Duration: r.Duration,
+	}
+	if e := r.Error; e != nil {
+		out.Error = &GuestError{Type: e.Type, Message: e.Message, Stack: e.Stack}
+	}
+	if len(r.Images) > 0 {
+		out.Images = make([]Picture, len(r.Images))
+		for i, p := range r.Images {
+			out.Images[i] = Picture{MIME: p.MIME, Data: p.Data}
+		}
+	}
+	return out
+}
