@@ -295,6 +295,9 @@ func parsePattern(s string) (pattern, error) {
 		if strings.Contains(host, ":") {
 			return p, fmt.Errorf("%q: write an IPv6 address in brackets ([::1]:8080)", s)
 		}
+		if host == "*." {
+			return p, fmt.Errorf("%q: *. must be followed by a domain name", s)
+		}
 		host = strings.TrimSuffix(host, ".")
 		switch {
 		case host == "*":

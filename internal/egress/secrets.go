@@ -165,9 +165,9 @@ func (ss *secretSet) substitute(s string, t target, escape func(string) string) 
 				break
 			}
 		}
-		if hit == nil { // text that looks like a placeholder of no secret here
-			b.WriteString(placeholderPrefix)
-			s = s[len(placeholderPrefix):]
+		if hit == nil { // not a placeholder here; one may begin inside it ("__EXECD_SECRET__EXECD_…")
+			b.WriteByte(s[0])
+			s = s[1:]
 			continue
 		}
 		if !hit.hosts.allows(t) {

@@ -435,7 +435,7 @@ func (x *Session) transportError(ctx context.Context, err error, t target, timeo
 		return failed(KindFailed, ReasonTLS, "fetch to %s failed: the server's TLS certificate is not valid for %s", hp, t.host)
 	case errors.As(err, &certErr):
 		return failed(KindFailed, ReasonTLS, "fetch to %s failed: the server's TLS certificate is not valid (%s)", hp, clip(certErr.Err.Error(), 120))
-	case errors.As(err, &recErr):
+	case errors.As(err, &recErr) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return failed(KindFailed, ReasonTLS, "fetch to %s failed: the server does not speak TLS there (is it http://?)", hp)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return failed(KindFailed, ReasonConnect, "fetch to %s failed: connection refused", hp)

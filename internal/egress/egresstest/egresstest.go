@@ -5,6 +5,8 @@
 package egresstest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +29,7 @@ import (
 // Servers are a plain HTTP and an HTTPS server on 127.0.0.1 with the same
 // endpoints:
 //
-//	/echo         the request as JSON: method, path, query, headers, body (base64)
+//	/echo, /echo/…  the request as JSON: method, path, query, headers, body (base64)
 //	/text         "hello from the test server\n"
 //	/json         {"ok": true, "items": [1, 2, 3], "name": "ü"}
 //	/bytes?n=N    N bytes 0, 1, …, 255, 0, …
@@ -36,6 +39,7 @@ import (
 //	/hang         headers, then nothing, forever
 //	/status?code=C            status C, its text as the body
 //	/headers?n=N  N response headers X-H-0 … X-H-(N-1)
+//	/gzip?n=N     N bytes "a", gzip-encoded when the request accepts gzip
 //
 // Requests counts every request either server received.
 type Servers struct {
@@ -91,14 +95,16 @@ type Echo struct {
 
 func (s *Servers) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+	echo := func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 		e := Echo{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Host: r.Host, Headers: r.Header,
 			Body: base64.StdEncoding.EncodeToString(b)}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Echo-Authorization", r.Header.Get("Authorization"))
 		_ = json.NewEncoder(w).Encode(e)
-	})
+	}
+	mux.HandleFunc("/echo", echo)
+	mux.HandleFunc("/echo/", echo)
 	mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "hello from the test server\n")
@@ -164,6 +170,18 @@ func (s *Servers) handler() http.Handler {
 			w.Header().Set(fmt.Sprintf("X-H-%d", i), strconv.Itoa(i))
 		}
 		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/gzip", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		body := bytes.Repeat([]byte("a"), n)
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			_, _ = w.Write(body)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)
