@@ -98,6 +98,10 @@ type exchange struct {
 	host      string
 	redirects int
 	out, in   int64
+	// undo: pairs of what was sent and what the code wrote, for the values
+	// the response may echo in a form the redaction does not know (the
+	// base64 of a Basic Authorization with a secret in it).
+	undo []string
 }
 
 func (x *Session) do(ctx context.Context, r *Request, u *url.URL, t target, perr *Error, ex *exchange) (*Response, *Error) {
@@ -272,6 +276,9 @@ func (x *Session) send(ctx context.Context, method string, u *url.URL, t, first 
 			if bad != nil {
 				return nil, x.secretRefusal(bad, t, first)
 			}
+			if sv != v && (k == "Authorization" || k == "Proxy-Authorization") && len(v) > 6 && strings.EqualFold(v[:6], "basic ") {
+				ex.undo = append(ex.undo, strings.TrimSpace(sv[6:]), strings.TrimSpace(v[6:]))
+			}
 			out[k] = append(out[k], sv)
 			size += int64(len(k) + len(sv) + 4)
 		}
@@ -376,10 +383,15 @@ func (x *Session) finish(ctx context.Context, resp *http.Response, u *url.URL, t
 			return nil, x.transportError(ctx, err, t, timeout, own, redirected)
 		}
 	}
+	redact := p.secrets.redactString
+	if len(ex.undo) > 0 {
+		undo := strings.NewReplacer(ex.undo...)
+		redact = func(s string) string { return undo.Replace(p.secrets.redactString(s)) }
+	}
 	out := &Response{Status: resp.StatusCode, StatusText: http.StatusText(resp.StatusCode),
-		URL: p.secrets.redactString(u.String()), Redirected: redirected}
+		URL: redact(u.String()), Redirected: redirected}
 	if code, text, ok := strings.Cut(resp.Status, " "); ok && code == strconv.Itoa(resp.StatusCode) {
-		out.StatusText = p.secrets.redactString(text)
+		out.StatusText = redact(text)
 	}
 	names := make([]string, 0, len(resp.Header))
 	for k := range resp.Header {
@@ -388,10 +400,13 @@ func (x *Session) finish(ctx context.Context, resp *http.Response, u *url.URL, t
 	sort.Strings(names)
 	for _, k := range names {
 		for _, v := range resp.Header[k] {
-			out.Header = append(out.Header, [2]string{k, p.secrets.redactString(v)})
+			out.Header = append(out.Header, [2]string{k, redact(v)})
 		}
 	}
 	out.Body = p.secrets.redactBytes(buf.Bytes())
+	if len(ex.undo) > 0 {
+		out.Body = []byte(strings.NewReplacer(ex.undo...).Replace(string(out.Body)))
+	}
 	return out, nil
 }
 

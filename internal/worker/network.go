@@ -134,7 +134,8 @@ func hostNetStart(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (st *runState) netStart(mod api.Module, headPtr, headLen, bodyPtr, bodyLen uint32) int32 {
-	if st == nil || st.finished.Load() || st.interrupt.Load() {
+	// No net: not a run (the interpreter's start-up, the preload of a base image).
+	if st == nil || st.net == nil || st.finished.Load() || st.interrupt.Load() {
 		return netStopped
 	}
 	n := st.net
@@ -249,7 +250,7 @@ func hostNetWait(ctx context.Context, _ api.Module, stack []uint64) {
 }
 
 func (st *runState) netWait(id int32, timeoutMs float64) int32 {
-	if st == nil || st.finished.Load() || st.interrupt.Load() {
+	if st == nil || st.net == nil || st.finished.Load() || st.interrupt.Load() {
 		return netStopped
 	}
 	n := st.net
@@ -329,7 +330,7 @@ func hostNetBody(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (st *runState) netCopy(mod api.Module, id int32, ptr, capacity uint32, head bool) int32 {
-	if st == nil || st.finished.Load() {
+	if st == nil || st.net == nil || st.finished.Load() {
 		return netUnknown
 	}
 	n := st.net
@@ -364,7 +365,7 @@ func (st *runState) netCopy(mod api.Module, id int32, ptr, capacity uint32, head
 func hostNetClose(ctx context.Context, _ api.Module, stack []uint64) {
 	st := stateOf(ctx)
 	var r int32 = netUnknown
-	if st != nil {
+	if st != nil && st.net != nil {
 		n := st.net
 		n.mu.Lock()
 		if c := n.calls[int32(stack[0])]; c != nil {
@@ -388,7 +389,7 @@ func hostNetEnv(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (st *runState) netEnv(mod api.Module, ptr, capacity uint32) int32 {
-	if st == nil || st.finished.Load() || st.net.nw == nil {
+	if st == nil || st.net == nil || st.finished.Load() || st.net.nw == nil {
 		return 0
 	}
 	env := st.net.nw.Env()

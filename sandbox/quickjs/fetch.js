@@ -492,9 +492,31 @@
   methods(Response, "Response");
 
   // ---- fetch ---------------------------------------------------------------
-  const pending = new MapCtor(); // id -> {resolve, reject, signal, hook}
+  // A fetch beyond network.max_concurrent_requests waits here, in order,
+  // until one in flight finishes (as browsers queue requests per host).
+  const pending = new MapCtor(); // id -> p: the fetches the host holds
+  const queued = []; // p: the fetches waiting for room
   helpers.netPending = 0;
-  const counted = () => { helpers.netPending = mapSize(pending); };
+  const counted = () => { helpers.netPending = mapSize(pending) + queued.length; };
+  // launch(p): hands p to the host; false when there is no room for it.
+  function launch(p) {
+    const id = native.netStart(p.head, p.bytes === null ? undefined : p.bytes);
+    if (id === -2) return false;
+    if (!(id > 0)) {
+      p.reject(new TypeErr("fetch failed: the host refused the request (" + id + ")"));
+      return true;
+    }
+    p.id = id;
+    mapSet(pending, id, p);
+    return true;
+  }
+  function drain() {
+    while (queued.length > 0 && launch(queued[0])) {
+      for (let i = 0; i < queued.length - 1; i++) queued[i] = queued[i + 1];
+      queued.length--;
+    }
+    counted();
+  }
   function fetch(input, init = undefined) {
     let req;
     try {
@@ -507,25 +529,22 @@
     return new PromiseCtor((resolve, reject) => {
       const head = jsonStringify({ method: st.method, url: st.url, headers: headerPairs(st.headers), redirect: st.redirect });
       b.used = b.bytes !== null;
-      const id = native.netStart(head, b.bytes === null ? undefined : b.bytes);
-      if (id === -2) {
-        reject(new TypeErr("fetch to " + st.url + " is not allowed: too many requests are open at once (network.max_concurrent_requests); await some before starting more"));
-        return;
-      }
-      if (!(id > 0)) {
-        reject(new TypeErr("fetch failed: the host refused the request (" + id + ")"));
-        return;
-      }
-      const p = { resolve, reject, sig, hook: null };
+      const p = { resolve, reject, sig, hook: null, id: 0, head, bytes: b.bytes };
       p.hook = (reason) => {
-        if (mapGet(pending, id) !== p) return;
-        mapDelete(pending, id);
-        counted();
-        native.netClose(id); // the host request ends now
+        if (p.id !== 0) {
+          if (mapGet(pending, p.id) !== p) return;
+          mapDelete(pending, p.id);
+          native.netClose(p.id); // the host request ends now
+        } else {
+          let k = 0;
+          for (let i = 0; i < queued.length; i++) if (queued[i] !== p) queued[k++] = queued[i];
+          queued.length = k;
+        }
         reject(reason);
+        drain();
       };
       sig.hooks[sig.hooks.length] = p.hook;
-      mapSet(pending, id, p);
+      if (queued.length > 0 || !launch(p)) queued[queued.length] = p;
       counted();
     });
   }
@@ -534,10 +553,16 @@
     const p = mapGet(pending, id);
     if (p === undefined) { native.netClose(id); return; }
     mapDelete(pending, id);
-    counted();
     const hooks = p.sig.hooks, kept = [];
     for (let i = 0; i < hooks.length; i++) if (hooks[i] !== p.hook) kept[kept.length] = hooks[i];
     p.sig.hooks = kept;
+    try {
+      settle(id, p);
+    } finally {
+      drain();
+    }
+  };
+  function settle(id, p) {
     const text = native.netHead(id);
     if (text === null) {
       native.netClose(id);
@@ -561,10 +586,10 @@
     wmGet(headerLists, headers).immutable = true;
     const state = { type: "basic", url: h.url, redirected: h.redirected, status: h.status, statusText: h.statusText, headers };
     p.resolve(new Response(internal, { state, bytes }));
-  };
+  }
   // netClear(): the host holds none of them (a cell that failed, or the
   // end of a run): forget every pending fetch.
-  helpers.netClear = () => { mapClear(pending); counted(); };
+  helpers.netClear = () => { mapClear(pending); queued.length = 0; counted(); };
 
   // ---- execd.env: the secrets, as placeholders ---------------------------
   const execd = {};

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,14 +41,50 @@ import (
 //	/status?code=C            status C, its text as the body
 //	/headers?n=N  N response headers X-H-0 … X-H-(N-1)
 //	/gzip?n=N     N bytes "a", gzip-encoded when the request accepts gzip
+//	/barrier?n=N&key=K  "together" once N requests with key K are in
+//	              flight at once, "alone" if that has not happened within 20s:
+//	              concurrency shown without measuring time
 //
-// Requests counts every request either server received.
+// Requests counts every request either server received; InFlight those
+// being answered now, Aborted those whose client went away before the
+// answer of /slow, /hang, /stream or /barrier was complete.
 type Servers struct {
 	HTTP, HTTPS *httptest.Server
 	// CAFile is a PEM file with the HTTPS server's certificate, for
 	// network.ca_file.
-	CAFile   string
-	Requests atomic.Int64
+	CAFile      string
+	Requests    atomic.Int64
+	InFlight    atomic.Int64
+	MaxInFlight atomic.Int64 // the most InFlight has been
+	Aborted     atomic.Int64
+
+	mu       sync.Mutex
+	barriers map[string]*barrier
+	auth     []string
+}
+
+// Authorizations are the Authorization headers the servers received, in
+// order.
+func (s *Servers) Authorizations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auth...)
+}
+
+type barrier struct {
+	n    int
+	done chan struct{}
+}
+
+// WaitIdle waits, at most max, until no request is being answered, and
+// says whether that happened.
+func (s *Servers) WaitIdle(max time.Duration) bool {
+	for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if s.InFlight.Load() == 0 {
+			return true
+		}
+	}
+	return s.InFlight.Load() == 0
 }
 
 // Start starts both servers; they close with the test.
@@ -127,6 +164,7 @@ func (s *Servers) handler() http.Handler {
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-r.Context().Done():
+			s.Aborted.Add(1)
 			return
 		}
 		_, _ = io.WriteString(w, "slow")
@@ -142,12 +180,14 @@ func (s *Servers) handler() http.Handler {
 		chunk := make([]byte, 32<<10)
 		for {
 			if _, err := w.Write(chunk); err != nil {
+				s.Aborted.Add(1)
 				return
 			}
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
 			}
 			if r.Context().Err() != nil {
+				s.Aborted.Add(1)
 				return
 			}
 		}
@@ -158,6 +198,33 @@ func (s *Servers) handler() http.Handler {
 			f.Flush()
 		}
 		<-r.Context().Done()
+		s.Aborted.Add(1)
+	})
+	mux.HandleFunc("/barrier", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		key := r.URL.Query().Get("key")
+		s.mu.Lock()
+		if s.barriers == nil {
+			s.barriers = map[string]*barrier{}
+		}
+		b := s.barriers[key]
+		if b == nil {
+			b = &barrier{done: make(chan struct{})}
+			s.barriers[key] = b
+		}
+		b.n++
+		if b.n == n {
+			close(b.done)
+		}
+		s.mu.Unlock()
+		select {
+		case <-b.done:
+			_, _ = io.WriteString(w, "together")
+		case <-time.After(20 * time.Second):
+			_, _ = io.WriteString(w, "alone")
+		case <-r.Context().Done():
+			s.Aborted.Add(1)
+		}
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
@@ -185,6 +252,15 @@ func (s *Servers) handler() http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.Requests.Add(1)
+		n := s.InFlight.Add(1)
+		defer s.InFlight.Add(-1)
+		for m := s.MaxInFlight.Load(); n > m && !s.MaxInFlight.CompareAndSwap(m, n); m = s.MaxInFlight.Load() {
+		}
+		if a := r.Header.Get("Authorization"); a != "" {
+			s.mu.Lock()
+			s.auth = append(s.auth, a)
+			s.mu.Unlock()
+		}
 		mux.ServeHTTP(w, r)
 	})
 }
