@@ -26,7 +26,7 @@ type recorder struct {
 	done []egress.Done
 }
 
-func (r *recorder) RequestStart(ctx context.Context, _ egress.Start) (context.Context, func(egress.Done)) {
+func (r *recorder) EgressStart(ctx context.Context, _ egress.Start) (context.Context, func(egress.Done)) {
 	return ctx, func(d egress.Done) {
 		r.mu.Lock()
 		r.done = append(r.done, d)

@@ -8,10 +8,10 @@ import (
 )
 
 // Observer watches every request: metrics count them, traces make a span
-// of each. RequestStart is called when a request begins, its function
+// of each. EgressStart is called when a request begins, its function
 // when it ends, on the goroutine that runs it.
 type Observer interface {
-	RequestStart(ctx context.Context, r Start) (context.Context, func(Done))
+	EgressStart(ctx context.Context, r Start) (context.Context, func(Done))
 }
 
 // Start is a request as it begins. Host is the canonical host of its URL

@@ -75,7 +75,7 @@ func (x *Session) Do(ctx context.Context, r *Request) (*Response, error) {
 	st := Start{Principal: x.principal, Workspace: x.workspace, Method: clip(r.Method, 16), Host: t.host, Port: t.port}
 	end := func(Done) {}
 	if x.s.obs != nil {
-		ctx, end = x.s.obs.RequestStart(ctx, st)
+		ctx, end = x.s.obs.EgressStart(ctx, st)
 	}
 	var ex exchange
 	resp, err := x.do(ctx, r, u, t, perr, &ex)

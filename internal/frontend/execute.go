@@ -223,6 +223,9 @@ func (s *Server) describeRun(ctx context.Context, a execArgs, out workspace.Outc
 	}
 	o.MoreFiles = o.MoreFiles || out.FilesTruncated
 	o.Images = len(r.Images)
+	for _, h := range r.Network {
+		o.Network = append(o.Network, hostUse{Host: h.Host, Requests: h.Requests})
+	}
 	isErr := r.Status != worker.StatusOK && r.Status != worker.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself
