@@ -108,7 +108,7 @@ func TestEgressSpansAreChildrenOfTheRequest(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range ok.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["server.address"] != "api.example.com" || attrs["http.response.status_code"] != "200" || attrs["execd.outcome"] != "allowed" {
 		t.Errorf("attributes %v", attrs)
