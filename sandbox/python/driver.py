@@ -165,11 +165,12 @@ class _Patching:
 
 
 class _NetworkPatcher:
-    """The first finder on sys.meta_path: http.client and requests.adapters
-    are loaded as always, then made to send through the host (execd_http),
-    before any other module sees them."""
+    """The first finder on sys.meta_path: http.client, requests.adapters and
+    requests.sessions are loaded as always, then made to send through the
+    host (execd_http), before any other module sees them."""
 
-    _patches = {"http.client": "patch_http_client", "requests.adapters": "patch_requests"}
+    _patches = {"http.client": "patch_http_client", "requests.adapters": "patch_requests",
+                "requests.sessions": "patch_requests_sessions"}
 
     @classmethod
     def find_spec(cls, name, path=None, target=None):

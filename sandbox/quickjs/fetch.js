@@ -361,7 +361,27 @@
   // ---- Request -----------------------------------------------------------
   const requests = new WM(); // Request -> {method, url, headers, signal, redirect}
   const normalized = { DELETE: 1, GET: 1, HEAD: 1, OPTIONS: 1, POST: 1, PUT: 1 };
+  // simpleURL: URLs the URL Standard leaves as they are but for an empty
+  // path (lower-case name of letters, digits and hyphens, not ending in a
+  // number; a port that is not the default; a path and query of characters
+  // that need no escape, no dot segment, no fragment): most URLs, given
+  // back without the full parse (a fifth of a fetch's time otherwise).
+  const simpleURL = /^(https?):\/\/((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*([a-z0-9](?:[a-z0-9-]*[a-z0-9])?))(?::([1-9][0-9]{0,4}))?(\/[A-Za-z0-9\-._~!$&'()*+,;=:@%\/]*)?(\?[A-Za-z0-9\-._~!$&'()*+,;=:@%\/?]*)?$/;
+  const dotSegment = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i, numericLabel = /^(?:[0-9]+|0x[0-9a-f]*)$/;
+  const octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+  const dottedQuad = new RegExp("^" + octet + "\\." + octet + "\\." + octet + "\\." + octet + "$");
+  const reExec = uncurry(RegExp.prototype.exec);
+  function fastURL(s) {
+    const m = reExec(simpleURL, s);
+    if (m === null || reExec(numericLabel, m[3]) !== null && reExec(dottedQuad, m[2]) === null) return null;
+    if (m[4] !== undefined && (+m[4] > 65535 || m[4] === (m[1] === "http" ? "80" : "443"))) return null;
+    const path = m[5] === undefined ? "/" : m[5];
+    if (reExec(dotSegment, path) !== null) return null;
+    return m[1] + "://" + m[2] + (m[4] === undefined ? "" : ":" + m[4]) + path + (m[6] === undefined ? "" : m[6]);
+  }
   function parseURL(input) {
+    const s = Str(input), fast = fastURL(s);
+    if (fast !== null) return fast;
     let u;
     try {
       u = new URLCtor(Str(input));
@@ -582,8 +602,10 @@
     } finally {
       native.netClose(id);
     }
-    const headers = new Headers(h.headers);
-    wmGet(headerLists, headers).immutable = true;
+    // The host's headers are valid already (net/http checked them).
+    const headers = new Headers(), list = wmGet(headerLists, headers), hs = h.headers;
+    for (let i = 0; i < hs.length; i++) list.list[i] = [toLower(hs[i][0]), hs[i][1]];
+    list.immutable = true;
     const state = { type: "basic", url: h.url, redirected: h.redirected, status: h.status, statusText: h.statusText, headers };
     p.resolve(new Response(internal, { state, bytes }));
   }
