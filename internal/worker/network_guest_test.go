@@ -90,6 +90,12 @@ func TestFetchInJavaScript(t *testing.T) {
 		{"response", `const own = Response.json({x: 1}, {status: 201}); [own.status, own.headers.get("content-type"), await own.json()]`, `[201, "application/json", {x: 1}]`},
 		{"immutable", `let imm; try { (await fetch("$HTTP/text")).headers.set("a", "b") } catch (e) { imm = e.name } imm`, `"TypeError"`},
 		{"printed", `await fetch("$HTTP/text")`, `Response {status: 200, ok: true, url: "$HTTP/text"}`},
+		// Request's fast way with simple URLs gives what the full URL parser gives.
+		{"urls", `["https://a.example", "http://A.example/x", "https://a.example:443/", "http://a.example:80/p", "https://a.example:8080/%2e/x",
+			"https://a.example/./x", "https://a.example/b/../c?q=1&r=%20", "https://1.2.3.4/x", "https://01.2.3.4/", "https://0x7f.1/", "http://a.b.c.1/",
+			"https://a-b.example/x?y=z?w", "https://xn--bcher-kva.example/", "https://b\u00fccher.example/", "https://a.example/x y", "http://a.example:65536/",
+			"https://a.example/x#frag", "https://a.example\\x", "https://a.example./", "https://-a.example/", "https://a.example/~x!$&'()*+,;=:@"]
+			.filter((u) => { let want; try { want = new URL(u).href } catch (e) { want = "invalid" } let got; try { got = new Request(u).url } catch (e) { got = "invalid" } return got !== want })`, `[]`},
 	} {
 		n.check(t, w, c.code, n.sub.Replace(c.want))
 	}
