@@ -194,6 +194,10 @@ func run() int {
 	}
 	fo := frontendOptions(cfg, exec, engine.Languages(), log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
+	if net.Enabled() {
+		fo.Network = "Network: HTTP and HTTPS to the hosts the operator allows, with fetch (JavaScript) or requests, urllib.request (Python); " +
+			"a refused request raises an error that says why; credentials are placeholders in execd.env (JavaScript) or os.environ (Python), filled in by execd;"
+	}
 	fo.NewID = newID // the registry's minter: ids that route back here
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {

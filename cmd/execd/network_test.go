@@ -52,6 +52,10 @@ func TestNetworkEndToEnd(t *testing.T) {
 	c := &mcp{t: t, url: d.url, modern: true}
 	https, plain := "https://"+srv.HTTPSHost(), "http://"+srv.HTTPHost()
 
+	// The tool's description tells the model there is a network.
+	if list := c.rpc("tools/list", nil, nil); !strings.Contains(fmt.Sprint(list), "Network: HTTP and HTTPS to the hosts the operator allows") {
+		t.Errorf("execute_code's description does not mention the network: %.300v", list)
+	}
 	sc, isErr := c.run("net", `const r = await fetch("`+https+`/echo?q=1", {headers: {Authorization: "Bearer " + execd.env.TOKEN}});
 const e = await r.json(); [r.status, e.headers.Authorization[0], execd.env.TOKEN]`)
 	if isErr || sc["result"] != `[200, "Bearer __EXECD_SECRET_TOKEN__", "__EXECD_SECRET_TOKEN__"]` {

@@ -29,12 +29,16 @@ var annotationsRun = map[string]any{
 // tool declares a schema. The text block is always the result's JSON.
 func (s *Server) executeCodeTool() *tool {
 	langs := s.opts.Languages
+	network := "No network access;"
+	if s.opts.Network != "" {
+		network = s.opts.Network
+	}
 	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
 		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
 		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
 		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
-		"input(prompt) (JavaScript: prompt(message)) asks the user. No network access; files live under /workspace."
+		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace."
 	return &tool{
 		name: "execute_code",
 		def: map[string]any{

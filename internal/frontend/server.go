@@ -112,6 +112,9 @@ type Options struct {
 	// RequestTimeout bounds an execute_code run; a shorter timeout_ms wins.
 	// Zero means no bound.
 	RequestTimeout time.Duration
+	// Network is what execute_code's description says of the sandbox's
+	// network, a sentence; "" says there is none.
+	Network string
 	// MaxOutputBytes is the Executor's cap on stdout and stderr, named in
 	// the error of a truncated result. Zero leaves the figure out.
 	MaxOutputBytes int
