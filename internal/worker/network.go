@@ -90,6 +90,12 @@ func (n *netState) abort() {
 // return soon after their context ends), at most wait.
 func (n *netState) end(wait time.Duration) bool {
 	n.cancel()
+	n.mu.Lock()
+	none := n.next == 0
+	n.mu.Unlock()
+	if none { // the common run: no request, no goroutine to wait for
+		return true
+	}
 	ch := make(chan struct{})
 	go func() { n.wg.Wait(); close(ch) }()
 	select {
