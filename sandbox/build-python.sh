@@ -56,8 +56,10 @@ SQLITE_OPTIONS=(-DSQLITE_DEFAULT_UNIX_VFS='"unix-none"' -DSQLITE_THREADSAFE=0 -D
 	-DSQLITE_MAX_MMAP_SIZE=0 -DLONGDOUBLE_TYPE=double)
 # The kit: pure-Python libraries from Debian's architecture-independent
 # binary packages, unpacked as apt installs them (/usr/lib/python3/
-# dist-packages), with their dependencies (six for dateutil, et-xmlfile for
-# openpyxl, mpmath for sympy), and tzdata's /usr/share/zoneinfo, which the
+# dist-packages), with their dependencies (six for dateutil and urllib3,
+# et-xmlfile for openpyxl, mpmath for sympy; urllib3, idna, certifi and
+# charset-normalizer for requests, whose transport is the host's: the
+# sandbox has no sockets, see python/execd_http.py), and tzdata's /usr/share/zoneinfo, which the
 # standard library's zoneinfo and Debian's pytz read. Each: package,
 # version, sha256 of the .deb (Debian keeps only the current version of a
 # suite: when one moves, check it and update its pin).
@@ -74,6 +76,11 @@ KIT_DEBS=(
 	"python3-jinja2 3.1.2-1+deb12u3 914e3a26742b488bca661dd12dc06198262c3a99b68f2f20ef7310aecdf82cae"
 	"python3-sympy 1.11.1-1 b437232be31819aafd267ddf2132c16293ef75e02fd58b4ad31eee3ef1d5b49e"
 	"python3-mpmath 1.2.1-2 2c219b63cbab11b27208ef4141c116cbb022dc1236e84981fadb46042f3ce235"
+	"python3-requests 2.28.1+dfsg-1 c75b5c05d8d4a813bd83c3d432ffe65a2ca13e771bc91d4b9787690097598603"
+	"python3-urllib3 1.26.12-1+deb12u4 9dd6fef10317e437f2195cb5ea8b38d8e39e02106c5fda7b16d58b4bb9a85886"
+	"python3-idna 3.3-1+deb12u1 0bf81fb1906d3aa607482d09aa3bcbab5c263242b1fd1d93be39658fa783af1a"
+	"python3-certifi 2022.9.24-1 121abb6d0af69b57ce7202be38b2db9150e5d627bbaab6c17fe10650d2ced4fc"
+	"python3-charset-normalizer 3.0.1-2 f547a25ac5349111ef4ea0c54654cf72fed48193eaf1c658f9309aff3715cd38"
 )
 # Libraries whose Debian binary packages are architecture-specific (a C
 # speed-up beside the pure Python, which is the part the guest can run):
@@ -294,6 +301,8 @@ package_files() {
 		--exclude='__pycache__' --exclude='./site-packages' .) | tar -xf - -C "$lib"
 	cp "$src"/build/lib.wasi-wasm32-3.11/_sysconfigdata_*.py "$lib/" ||
 		die "no _sysconfigdata in the CPython build"
+	# Our own modules beside the standard library (driver.py imports them).
+	cp "$here/python/execd_http.py" "$lib/"
 	# The build Python is the same CPython minor version: same bytecode.
 	/usr/bin/python3.11 - "$lib" "$kit" "$out" <<-'EOF' || die "packaging the guest's files failed"
 		import compileall, os, py_compile, sys, zipfile

@@ -25,6 +25,7 @@ import (
 	"execd/internal/admin"
 	"execd/internal/cluster"
 	"execd/internal/config"
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
@@ -107,8 +108,15 @@ func run() int {
 			OpenStreams: func() int { return srv.OpenStreams() },
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view.Count,
+			EgressHosts: cfg.Network.MetricsHosts,
 		})
 	}
+	net, err := egress.New(cfg.Network, egress.Options{Log: log.Named("egress"), Observer: obs.forEgress()})
+	if err != nil {
+		log.Error("network", zap.Error(err))
+		return 2
+	}
+	defer net.Close()
 	var workerObs worker.Observer
 	if obs.metrics != nil {
 		workerObs = obs.metrics
@@ -159,6 +167,7 @@ func run() int {
 		MemoryBudget: engine.MemoryBudget() / 10 * 9,
 		Observer:     obs.forWorkspaces(),
 		NewID:        newID,
+		Network:      func(principal, ws string) worker.Network { return net.Session(principal, ws) },
 	}, workspace.EngineFactory(engine), log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
@@ -202,6 +211,7 @@ func run() int {
 		Languages:      engine.Languages(),
 		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
+		Network:        net.Enabled(),
 		Logger:         log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
@@ -212,7 +222,7 @@ func run() int {
 			Version: version, Started: started, Limits: limitsShown(cfg, engine.MemoryBudget()),
 			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
-			Workspaces:  view, Errors: obs.errors,
+			Workspaces:  view, Errors: obs.errors, Network: net.Recent,
 		}})
 		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
 			log.Error("admin listener", zap.Error(err))

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"execd/internal/admin"
 	"execd/internal/config"
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/telemetry"
 	"execd/internal/workspace"
@@ -57,6 +60,36 @@ func (o observers) forWorkspaces() workspace.Observer {
 		return nil
 	}
 	return list
+}
+
+// forEgress is the network's Observer: nil when nothing observes.
+func (o observers) forEgress() egress.Observer {
+	var list egressFanout
+	if o.metrics != nil {
+		list = append(list, o.metrics)
+	}
+	if o.tracer != nil {
+		list = append(list, o.tracer)
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
+
+// egressFanout reports every request of sandboxed code to each observer.
+type egressFanout []egress.Observer
+
+func (f egressFanout) EgressStart(ctx context.Context, r egress.Start) (context.Context, func(egress.Done)) {
+	ends := make([]func(egress.Done), len(f))
+	for i, o := range f {
+		ctx, ends[i] = o.EgressStart(ctx, r)
+	}
+	return ctx, func(d egress.Done) {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i](d)
+		}
+	}
 }
 
 // frontendFanout reports every request to each observer in turn; each
@@ -131,7 +164,25 @@ func limitsShown(cfg config.Config, budget int64) []admin.Limit {
 		l("workspace.idle_ttl", cfg.Workspace.IdleTTL.Duration),
 		l("server.max_streams_per_principal", cfg.Server.MaxStreams),
 		l("sandbox.interrupt_grace", cfg.Sandbox.InterruptGrace.Duration),
+		{Key: "network.allow", Value: allowShown(cfg.Network)},
+		l("network.max_requests_per_run", cfg.Network.MaxRequestsPerRun),
+		l("network.max_response_bytes", cfg.Network.MaxResponseBytes),
+		l("network.request_timeout", cfg.Network.RequestTimeout.Duration),
+		l("network.bytes_per_minute", cfg.Network.BytesPerMinute),
 	}
+}
+
+// allowShown is the default allow list as the status page shows it (the
+// principals' own lists are counted, not listed; secrets never appear).
+func allowShown(n config.Network) string {
+	s := "none (no network)"
+	if len(n.Allow) > 0 {
+		s = strings.Join(n.Allow, ", ")
+	}
+	if len(n.Principals) > 0 {
+		s += fmt.Sprintf("; %d principal(s) with a list of their own", len(n.Principals))
+	}
+	return s
 }
 
 func toText(v any) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
@@ -134,6 +135,9 @@ func TestHandlerServesStatusAndRefusesForeignHosts(t *testing.T) {
 			return []workspace.Info{{Principal: "alice", ID: "w", Languages: []string{"python"}, Live: true, MemoryBytes: 1 << 20}, {Principal: "bob", ID: "h", Hibernated: true}}
 		}},
 		Errors: errs,
+		Network: func() []egress.WorkspaceRequests {
+			return []egress.WorkspaceRequests{{Principal: "alice", Workspace: "w", Requests: []egress.Entry{{Method: "GET", Host: "api.example.com", Status: 200, Outcome: egress.OutcomeAllowed}}}}
+		},
 	}
 	h := Handler(Options{Metrics: testMetrics(), Status: st, Listen: "127.0.0.1:9090"})
 	get := func(path, host string) *httptest.ResponseRecorder {
@@ -149,12 +153,14 @@ func TestHandlerServesStatusAndRefusesForeignHosts(t *testing.T) {
 		Calls      []map[string]any
 		Workspaces []map[string]any
 		Errors     []map[string]any
+		Network    []egress.WorkspaceRequests
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
 		t.Fatal(err, w.Body.String())
 	}
 	if doc.Version != "1.2.3" || len(doc.Calls) != 1 || doc.Calls[0]["progress"] != "3/10 rows" ||
-		len(doc.Workspaces) != 2 || doc.Workspaces[0]["state"] != "live" || doc.Workspaces[1]["state"] != "hibernated" || len(doc.Errors) != 1 {
+		len(doc.Workspaces) != 2 || doc.Workspaces[0]["state"] != "live" || doc.Workspaces[1]["state"] != "hibernated" || len(doc.Errors) != 1 ||
+		len(doc.Network) != 1 || doc.Network[0].Requests[0].Host != "api.example.com" {
 		t.Errorf("status.json %s", w.Body.String())
 	}
 	page := get("/status", "localhost:9090")
@@ -178,5 +184,37 @@ func TestHandlerServesStatusAndRefusesForeignHosts(t *testing.T) {
 	open.ServeHTTP(rw, r)
 	if rw.Code != 200 {
 		t.Errorf("a non-loopback listener refused its host: %d", rw.Code)
+	}
+}
+
+// TestEgressMetrics: requests by outcome and bytes by direction, with a
+// host label only for the hosts the operator lists.
+func TestEgressMetrics(t *testing.T) {
+	ctx := context.Background()
+	m := testMetrics()
+	_, end := m.EgressStart(ctx, egress.Start{Host: "api.example.com"})
+	end(egress.Done{Outcome: egress.OutcomeAllowed, BytesOut: 100, BytesIn: 2000})
+	_, end = m.EgressStart(ctx, egress.Start{Host: "evil.example"})
+	end(egress.Done{Outcome: egress.OutcomeRefusedPolicy})
+	want := `
+# HELP execd_egress_requests_total Requests of sandboxed code, by outcome: allowed (a response came back), refused_policy (the allow list, a secret or a limit), refused_address (the dialer's address check), error (failed, timed out or aborted).
+# TYPE execd_egress_requests_total counter
+execd_egress_requests_total{outcome="allowed"} 1
+execd_egress_requests_total{outcome="refused_policy"} 1
+# HELP execd_egress_bytes_total Bytes of sandboxed code's requests, by direction: out (request lines, headers and bodies sent), in (response bodies received).
+# TYPE execd_egress_bytes_total counter
+execd_egress_bytes_total{direction="in"} 2000
+execd_egress_bytes_total{direction="out"} 100
+`
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), "execd_egress_requests_total", "execd_egress_bytes_total"); err != nil {
+		t.Error(err)
+	}
+	hm := NewMetrics(Sources{EgressHosts: []string{"api.example.com"}})
+	for _, h := range []string{"api.example.com", "evil.example", "other.example"} {
+		_, end := hm.EgressStart(ctx, egress.Start{Host: h})
+		end(egress.Done{Outcome: egress.OutcomeAllowed, BytesIn: 1})
+	}
+	if a, o := testutil.ToFloat64(hm.egressRequests.WithLabelValues("allowed", "api.example.com")), testutil.ToFloat64(hm.egressRequests.WithLabelValues("allowed", "other")); a != 1 || o != 2 {
+		t.Errorf("listed host %v, others %v", a, o)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/worker"
 	"execd/internal/workspace"
@@ -30,12 +31,19 @@ type Metrics struct {
 	resets        *prometheus.CounterVec
 	hibernations  *prometheus.CounterVec
 	restores      *prometheus.CounterVec
+
+	// The network (egress.go).
+	egressHosts    map[string]bool // hosts with a label of their own; nil: no host label
+	egressRequests *prometheus.CounterVec
+	egressBytes    *prometheus.CounterVec
+	egressDuration *prometheus.HistogramVec
 }
 
 var (
 	_ frontend.Observer  = (*Metrics)(nil)
 	_ workspace.Observer = (*Metrics)(nil)
 	_ worker.Observer    = (*Metrics)(nil)
+	_ egress.Observer    = (*Metrics)(nil)
 )
 
 // Sources are what the gauges read at each scrape. A nil function leaves
@@ -49,6 +57,10 @@ type Sources struct {
 	GuestMemory func() (used, budget int64)
 	// Workspaces counts the workspaces by state.
 	Workspaces func() (live, hibernated int)
+	// EgressHosts are the hosts whose requests are counted under a host
+	// label of their own (network.metrics_hosts); the others count as
+	// "other". Empty: the egress metrics have no host label.
+	EgressHosts []string
 }
 
 // Durations of runs and waits: from a millisecond to ten minutes.
@@ -111,8 +123,10 @@ func NewMetrics(src Sources) *Metrics {
 		Name: "execd_restores_total",
 		Help: "Interpreters restored from their image on disk.",
 	}, []string{"language"})
+	m.registerEgress(src.EgressHosts)
 	for _, c := range []prometheus.Collector{m.requests, m.execDuration, m.queueWait, m.slotWait, m.startDuration,
-		m.cancels, m.interrupts, m.kills, m.resets, m.hibernations, m.restores} {
+		m.cancels, m.interrupts, m.kills, m.resets, m.hibernations, m.restores,
+		m.egressRequests, m.egressBytes, m.egressDuration} {
 		f(c)
 	}
 

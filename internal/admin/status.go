@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
@@ -28,6 +29,10 @@ type StatusSources struct {
 	GuestMemory func() (used, budget int64)
 	Workspaces  *WorkspaceView
 	Errors      *RecentErrors
+	// Network lists the workspaces' recent requests (egress.Service's
+	// Recent): host, method, outcome, status, bytes and time, never a
+	// path, a query or a header.
+	Network func() []egress.WorkspaceRequests
 }
 
 // Limit is one configuration value shown on the status page.
@@ -90,6 +95,9 @@ type status struct {
 	Workspaces []wsStatus   `json:"workspaces"`
 	Calls      []callStatus `json:"calls"`
 	Errors     []ErrorEntry `json:"errors"`
+	// Network: the workspaces that used the network lately, most recent
+	// first, with their last requests.
+	Network []egress.WorkspaceRequests `json:"network"`
 }
 
 type wsStatus struct {
@@ -172,6 +180,10 @@ func (s *StatusSources) document() status {
 	}
 	if s.Errors != nil {
 		st.Errors = s.Errors.List()
+	}
+	st.Network = []egress.WorkspaceRequests{}
+	if s.Network != nil {
+		st.Network = s.Network()
 	}
 	return st
 }

@@ -43,6 +43,7 @@ type Config struct {
 	Sandbox   Sandbox   `toml:"sandbox"`
 	Log       Log       `toml:"log"`
 	Cluster   Cluster   `toml:"cluster"`
+	Network   Network   `toml:"network"`
 }
 
 // Server is the HTTP listener.
@@ -115,6 +116,43 @@ type Cluster struct {
 	SharedStorage bool `toml:"shared_storage"`
 }
 
+// Network is what sandboxed code may reach (internal/egress). With an empty
+// Allow, and no principal of its own listing any, there is no network.
+type Network struct {
+	// Allow lists the destinations: [http://]host[:port] with host *,
+	// *.domain, a name or an IP literal.
+	Allow   []string `toml:"allow"`
+	Secrets []Secret `toml:"secrets"`
+	// Principals replace Allow and Secrets for a principal's workspaces.
+	Principals            map[string]NetworkPrincipal `toml:"principals"`
+	MaxRequestsPerRun     int                         `toml:"max_requests_per_run"`
+	MaxConcurrentRequests int                         `toml:"max_concurrent_requests"`
+	MaxRequestBytes       int64                       `toml:"max_request_bytes"`
+	MaxResponseBytes      int64                       `toml:"max_response_bytes"`
+	RequestTimeout        Duration                    `toml:"request_timeout"`
+	// BytesPerMinute is each principal's budget, in and out; 0: none.
+	BytesPerMinute int64    `toml:"bytes_per_minute"`
+	MaxRedirects   int      `toml:"max_redirects"`
+	CAFile         string   `toml:"ca_file"`
+	MetricsHosts   []string `toml:"metrics_hosts"`
+}
+
+// Secret is one [[network.secrets]] entry: a value the code holds only as
+// a placeholder, sent only to Hosts.
+type Secret struct {
+	Name      string   `toml:"name"`
+	ValueFile string   `toml:"value_file"`
+	Env       string   `toml:"env"`
+	Hosts     []string `toml:"hosts"`
+	Header    string   `toml:"header"`
+}
+
+// NetworkPrincipal is [network.principals.<name>].
+type NetworkPrincipal struct {
+	Allow   []string `toml:"allow"`
+	Secrets []Secret `toml:"secrets"`
+}
+
 // Log configures the zap logger (always stderr).
 type Log struct {
 	Level  string `toml:"level"`
@@ -166,6 +204,17 @@ func Default() Config {
 		},
 		Log:     Log{Level: "info", Format: "console"},
 		Cluster: Cluster{Peers: []string{}},
+		Network: Network{
+			Allow:                 []string{},
+			MaxRequestsPerRun:     500,
+			MaxConcurrentRequests: 16,
+			MaxRequestBytes:       8 << 20,
+			MaxResponseBytes:      16 << 20,
+			RequestTimeout:        Duration{30 * time.Second},
+			BytesPerMinute:        256 << 20,
+			MaxRedirects:          5,
+			MetricsHosts:          []string{},
+		},
 	}
 }
 
@@ -326,6 +375,7 @@ func (c *Config) Validate() error {
 	} else if c.Cluster.Self != "" {
 		bad("cluster.self", "is set without cluster.peers")
 	}
+	c.validateNetwork(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -357,4 +407,37 @@ func describeParseError(pe toml.ParseError, text string) (msg string) {
 		}
 	}()
 	return pe.ErrorWithPosition()
+}
+
+// validateNetwork checks [network]'s ranges and shapes; the allow lists'
+// patterns and the secrets' values are checked where they are read, at
+// start (internal/egress), with the key's name too.
+func (c *Config) validateNetwork(bad func(key, format string, args ...any)) {
+	n := &c.Network
+	if v := n.MaxRequestsPerRun; v < 1 || v > 1_000_000 {
+		bad("network.max_requests_per_run", "must be between 1 and 1000000, got %d", v)
+	}
+	if v := n.MaxConcurrentRequests; v < 1 || v > 256 {
+		bad("network.max_concurrent_requests", "must be between 1 and 256, got %d", v)
+	}
+	if v := n.MaxRequestBytes; v < 1024 || v > 1<<30 {
+		bad("network.max_request_bytes", "must be between 1024 and 1073741824 (1 GiB), got %d", v)
+	}
+	if v := n.MaxResponseBytes; v < 1024 || v > 1<<30 {
+		bad("network.max_response_bytes", "must be between 1024 and 1073741824 (1 GiB), got %d", v)
+	}
+	if d := n.RequestTimeout.Duration; d < 100*time.Millisecond || d > time.Hour {
+		bad("network.request_timeout", "must be between 100ms and 1h, got %s", n.RequestTimeout)
+	}
+	if v := n.BytesPerMinute; v < 0 {
+		bad("network.bytes_per_minute", "must not be negative (0 = no budget), got %d", v)
+	}
+	if v := n.MaxRedirects; v < 0 || v > 5 {
+		bad("network.max_redirects", "must be between 0 and 5, got %d", v)
+	}
+	for name := range n.Principals {
+		if name == "" {
+			bad("network.principals", "a principal's name must not be empty")
+		}
+	}
 }

@@ -66,6 +66,17 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[limits]\nmax_total_memory_mib = -1", "limits.max_total_memory_mib"},
 		{"[sandbox]\npython_preload = [\"json\", \"os; import sys\"]", "sandbox.python_preload"},
 		{"[sandbox]\npython_preload = [\"\"]", "sandbox.python_preload"},
+		{"[network]\nmax_requests_per_run = 0", "network.max_requests_per_run"},
+		{"[network]\nmax_concurrent_requests = 300", "network.max_concurrent_requests"},
+		{"[network]\nmax_request_bytes = 10", "network.max_request_bytes"},
+		{"[network]\nmax_response_bytes = -1", "network.max_response_bytes"},
+		{"[network]\nrequest_timeout = \"1ms\"", "network.request_timeout"},
+		{"[network]\nbytes_per_minute = -5", "network.bytes_per_minute"},
+		{"[network]\nmax_redirects = 6", "network.max_redirects"},
+		{"[network]\nallow = \"api.example.com\"", "network.allow"},
+		{"[network]\nalow = []", "network.alow"},
+		{"[[network.secrets]]\nname = \"A\"\nvalue = \"x\"", "network.secrets.value"},
+		{"[network.principals.a]\nallw = []", "network.principals.a.allw"},
 		{"nonsense", "config"},
 	} {
 		_, err := Parse(tc.text)
@@ -105,5 +116,38 @@ func TestSyntaxErrorsShowWhere(t *testing.T) {
 		if _, err := Parse(text); err == nil || !strings.HasPrefix(err.Error(), "config: ") {
 			t.Errorf("%q: %v; want a config error", text, err)
 		}
+	}
+}
+
+func TestParseNetwork(t *testing.T) {
+	c, err := Parse(`
+[network]
+allow = ["api.example.com", "http://127.0.0.1:8080"]
+bytes_per_minute = 0
+[[network.secrets]]
+name = "TOKEN"
+env = "TOKEN"
+hosts = ["api.example.com"]
+header = "Authorization: Bearer {value}"
+[network.principals.team-a]
+allow = ["*.team-a.example"]
+[[network.principals.team-a.secrets]]
+name = "KEY"
+value_file = "/etc/key"
+hosts = ["api.team-a.example"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := c.Network
+	if len(n.Allow) != 2 || n.BytesPerMinute != 0 || n.MaxRequestsPerRun != 500 {
+		t.Errorf("network: %+v", n)
+	}
+	if want := []Secret{{Name: "TOKEN", Env: "TOKEN", Hosts: []string{"api.example.com"}, Header: "Authorization: Bearer {value}"}}; !reflect.DeepEqual(n.Secrets, want) {
+		t.Errorf("secrets: %+v", n.Secrets)
+	}
+	p, ok := n.Principals["team-a"]
+	if !ok || len(p.Allow) != 1 || len(p.Secrets) != 1 || p.Secrets[0].ValueFile != "/etc/key" {
+		t.Errorf("principals: %+v", n.Principals)
 	}
 }

@@ -3,7 +3,6 @@ package frontend
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -116,44 +115,4 @@ func argError(format, key string, more ...any) *jsonrpc.Error {
 	e := jsonrpc.Errorf(jsonrpc.CodeInvalidParams, format, append([]any{key}, more...)...)
 	e.Data = map[string]any{"argument": key}
 	return e
-}
-
-// stringArg returns a string argument: nil when absent or null, an error
-// naming the argument when it is not a string.
-func (a arguments) stringArg(key string) (*string, error) {
-	raw := a.get(key)
-	if jsonrpc.IsNull(raw) {
-		return nil, nil
-	}
-	s, ok := jsonrpc.String(raw)
-	if !ok {
-		return nil, fmt.Errorf("argument %s must be a string", key)
-	}
-	return &s, nil
-}
-
-// boolArg is stringArg for a boolean.
-func (a arguments) boolArg(key string) (*bool, error) {
-	raw := a.get(key)
-	if jsonrpc.IsNull(raw) {
-		return nil, nil
-	}
-	var b bool
-	if json.Unmarshal(raw, &b) != nil {
-		return nil, fmt.Errorf("argument %s must be a boolean", key)
-	}
-	return &b, nil
-}
-
-// intArg is stringArg for an integer within [lo, hi]; 0 when absent.
-func (a arguments) intArg(key string, lo, hi int64) (int64, error) {
-	raw := a.get(key)
-	if jsonrpc.IsNull(raw) {
-		return 0, nil
-	}
-	var n int64
-	if json.Unmarshal(raw, &n) != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("argument %s must be an integer from %d to %d", key, lo, hi)
-	}
-	return n, nil
 }

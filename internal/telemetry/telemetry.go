@@ -5,7 +5,9 @@
 // configured by the standard OTEL_* environment variables; without an
 // endpoint there, nothing is traced and nothing is sent. Spans carry the
 // method, tool, era, transport, language and outcome, never code, output,
-// arguments, principals or tokens.
+// arguments, principals or tokens. Each request of sandboxed code is a
+// client span (host, port, method, status, outcome, bytes), never its
+// path, query or headers.
 package telemetry
 
 import (
@@ -23,6 +25,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
@@ -39,6 +42,7 @@ type Tracer struct {
 var (
 	_ frontend.Observer  = (*Tracer)(nil)
 	_ workspace.Observer = (*Tracer)(nil)
+	_ egress.Observer    = (*Tracer)(nil)
 )
 
 // Enabled reports whether the environment asks for traces: an OTLP
@@ -160,3 +164,27 @@ func (t *Tracer) StateLost(string, workspace.ResetReason) {}
 
 // Hibernated implements workspace.Observer; it is not traced.
 func (t *Tracer) Hibernated(string) {}
+
+// EgressStart implements egress.Observer: a client span per request of
+// sandboxed code, child of the MCP request's span.
+func (t *Tracer) EgressStart(ctx context.Context, r egress.Start) (context.Context, func(egress.Done)) {
+	ctx, span := t.tracer.Start(ctx, "execd.egress "+r.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("http.request.method", r.Method),
+		attribute.String("server.address", r.Host),
+		attribute.Int("server.port", r.Port)))
+	return ctx, func(d egress.Done) {
+		span.SetAttributes(attribute.String("execd.outcome", string(d.Outcome)),
+			attribute.Int64("execd.egress.bytes_out", d.BytesOut), attribute.Int64("execd.egress.bytes_in", d.BytesIn))
+		if d.Status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", d.Status))
+		}
+		if d.Redirects > 0 {
+			span.SetAttributes(attribute.Int("http.request.resend_count", d.Redirects))
+		}
+		if d.Reason != "" {
+			span.SetAttributes(attribute.String("error.type", string(d.Reason)))
+			span.SetStatus(codes.Error, string(d.Outcome))
+		}
+		span.End()
+	}
+}

@@ -7,6 +7,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/workspace"
 )
@@ -87,4 +88,32 @@ func TestEnabledFollowsTheEnvironment(t *testing.T) {
 		t.Fatalf("FromEnv: %v", err)
 	}
 	_ = tr.Shutdown(context.Background())
+}
+
+func TestEgressSpansAreChildrenOfTheRequest(t *testing.T) {
+	tr, exp := testTracer()
+	ctx, end := tr.RequestStart(context.Background(), frontend.RequestInfo{Method: "tools/call", Tool: "execute_code"})
+	_, done := tr.EgressStart(ctx, egress.Start{Method: "GET", Host: "api.example.com", Port: 443})
+	done(egress.Done{Outcome: egress.OutcomeAllowed, Status: 200, BytesIn: 5})
+	_, done = tr.EgressStart(ctx, egress.Start{Method: "GET", Host: "evil.example", Port: 443})
+	done(egress.Done{Outcome: egress.OutcomeRefusedPolicy, Reason: egress.ReasonHost})
+	end(frontend.RequestEnd{Outcome: "ok"})
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	ok, refused, req := spans[0], spans[1], spans[2]
+	if ok.Name != "execd.egress GET" || ok.Parent.SpanID() != req.SpanContext.SpanID() || ok.SpanKind.String() != "client" {
+		t.Errorf("egress span %s kind %s parent %s", ok.Name, ok.SpanKind, ok.Parent.SpanID())
+	}
+	attrs := map[string]string{}
+	for _, a := range ok.Attributes {
+		attrs[string(a.Key)] = a.Value.String()
+	}
+	if attrs["server.address"] != "api.example.com" || attrs["http.response.status_code"] != "200" || attrs["execd.outcome"] != "allowed" {
+		t.Errorf("attributes %v", attrs)
+	}
+	if refused.Status.Code.String() != "Error" {
+		t.Errorf("a refused request's span: %v", refused.Status)
+	}
 }

@@ -38,6 +38,15 @@ type execOutput struct {
 	MoreFiles bool      `json:"moreFiles,omitempty"`
 	// Images counts the images the result carries as image blocks.
 	Images int `json:"images,omitempty"`
+	// Network lists the hosts the run's requests reached.
+	Network []hostUse `json:"network,omitempty"`
+}
+
+// hostUse is a host a run reached and how many requests did, in its wire
+// order.
+type hostUse struct {
+	Host     string `json:"host"`
+	Requests int    `json:"requests"`
 }
 
 // fileRef names one changed file, in its wire order.
@@ -108,6 +117,20 @@ func (o *execOutput) appendTo(b []byte, escapeHTML bool) []byte {
 	if o.Images > 0 {
 		b = append(b, `,"images":`...)
 		b = strconv.AppendInt(b, int64(o.Images), 10)
+	}
+	if len(o.Network) > 0 {
+		b = append(b, `,"network":[`...)
+		for i, h := range o.Network {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"host":`...)
+			b = appendJSONString(b, h.Host, escapeHTML)
+			b = append(b, `,"requests":`...)
+			b = strconv.AppendInt(b, int64(h.Requests), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

@@ -32,12 +32,17 @@ type execArgs struct {
 // tool declares a schema. The text block is always the result's JSON.
 func (t *tools) addExecuteCode() error {
 	langs := t.opts.Languages
+	network := "No network access;"
+	if t.opts.Network {
+		network = "Network: HTTP and HTTPS to the hosts the operator allows, with fetch (JavaScript) or requests, urllib.request (Python); " +
+			"a refused request raises an error that says why; credentials are placeholders in execd.env (JavaScript) or os.environ (Python), filled in by execd;"
+	}
 	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
 		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
 		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
 		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
-		"input(prompt) (JavaScript: prompt(message)) asks the user. No network access; files live under /workspace."
+		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace."
 	return frontend.AddTool(t.srv, frontend.Tool[execArgs]{
 		Name:        "execute_code",
 		Title:       "Execute code",
@@ -203,6 +208,9 @@ func (t *tools) describeRun(ctx context.Context, a execCall, out workspace.Outco
 	}
 	o.MoreFiles = o.MoreFiles || out.FilesTruncated
 	o.Images = len(r.Images)
+	for _, h := range r.Network {
+		o.Network = append(o.Network, hostUse{Host: h.Host, Requests: h.Requests})
+	}
 	isErr := r.Status != workspace.StatusOK && r.Status != workspace.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself

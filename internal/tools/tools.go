@@ -33,6 +33,10 @@ type Options struct {
 	// MaxOutputBytes is the Executor's cap on stdout and stderr, named in
 	// the error of a truncated result. Zero leaves the figure out.
 	MaxOutputBytes int
+	// Network says the operator allows the code a network: execute_code's
+	// description tells the model what it can reach and how. False means
+	// it says there is none.
+	Network bool
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
 }

@@ -59,6 +59,9 @@ type runState struct {
 	maxImageBytes, maxImages int
 	mu                       sync.Mutex
 	images                   []Picture
+
+	// The network (network.go): the run's requests.
+	net *netState
 }
 
 // yieldClock is the origin of runState.yielded.
@@ -73,8 +76,8 @@ func stateOf(ctx context.Context) *runState {
 	return st
 }
 
-// instantiateHost defines module "execd": progress, interrupted, show and
-// input.
+// instantiateHost defines module "execd": progress, interrupted, show,
+// input and the network's net_* (network.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -93,6 +96,30 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostInput), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("prompt_ptr", "prompt_len", "buf_ptr", "buf_cap").
 		Export("input").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetStart), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("head_ptr", "head_len", "body_ptr", "body_len").
+		Export("net_start").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetWait), []api.ValueType{i32, f64}, []api.ValueType{i32}).
+		WithParameterNames("id", "timeout_ms").
+		Export("net_wait").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetHead), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("id", "buf_ptr", "buf_cap").
+		Export("net_head").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetBody), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("id", "buf_ptr", "buf_cap").
+		Export("net_body").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetClose), []api.ValueType{i32}, []api.ValueType{i32}).
+		WithParameterNames("id").
+		Export("net_close").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostNetEnv), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("buf_ptr", "buf_cap").
+		Export("net_env").
 		Instantiate(ctx)
 	return err
 }

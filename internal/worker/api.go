@@ -13,6 +13,8 @@ package worker
 
 import (
 	"time"
+
+	"execd/internal/egress"
 )
 
 // Status is the outcome of one Run, as the caller reports it to the client.
@@ -59,6 +61,10 @@ type Result struct {
 	// Config.MaxImages, each a recognised image of at most
 	// Config.MaxImageBytes (the guest was refused the others).
 	Images []Picture
+	// Network lists the hosts the code's requests reached (each hop of a
+	// redirect counts), in the order first reached; nil when it reached
+	// none.
+	Network []egress.HostCount
 
 	// Facts about the instance, for the caller to interpret (what they
 	// mean for the user's state is the workspace's to decide).

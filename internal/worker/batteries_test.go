@@ -200,6 +200,9 @@ func TestPythonKit(t *testing.T) {
 			"([-sqrt(2), sqrt(2)], pi/2, (x - 1)*(x**2 + x + 1))"},
 		{"mpmath", "import mpmath\nmpmath.mp.dps = 30\nstr(mpmath.quad(mpmath.exp, [0, 1]))", "'1.71828182845904523536028747135'"},
 		{"metadata", "import importlib.metadata as md\nmd.version('networkx'), md.version('sympy'), md.version('PyYAML'), md.version('MarkupSafe')", "('2.8.8', '1.11.1', '6.0.2', '2.1.2')"},
+		{"requests", "import warnings\nwith warnings.catch_warnings(record=True) as caught:\n    import requests, urllib3, idna, charset_normalizer, certifi\n" +
+			"(requests.__version__, urllib3.__version__, idna.encode('bücher.example').decode(), str(charset_normalizer.from_bytes('grüße'.encode()).best()), [str(w.message) for w in caught])",
+			"('2.28.1', '1.26.12', 'xn--bcher-kva.example', 'grüße', [])"},
 	}
 	for _, c := range cases {
 		check(t, w, c.name, c.code, c.want)
@@ -258,7 +261,7 @@ func TestPythonHints(t *testing.T) {
 		"pandas":     {"sqlite3", "csv", "openpyxl"},
 		"matplotlib": {"png (pypng)"},
 		"scipy":      {"mpmath", "statistics"},
-		"requests":   {"no network"},
+		"httpx":      {"requests", "urllib.request"},
 	} {
 		for _, code := range []string{"import " + mod, "import " + mod + ".sub", "__import__('importlib').import_module('" + mod + "')"} {
 			r := mustRun(t, w, code, StatusError)

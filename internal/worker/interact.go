@@ -27,6 +27,9 @@ type RunOptions struct {
 	// ctx (status timeout), except that the time the guest waits for Input
 	// is not counted. Zero: no timeout.
 	Timeout time.Duration
+	// Network is the run's network (network.go): the policy the code's
+	// requests go through. Nil: the code has none.
+	Network Network
 }
 
 // InputSource answers input() for one Run. Input is called on the

@@ -214,7 +214,8 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	stopCtx, stopInput := context.WithCancel(context.Background())
 	defer stopInput()
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
-		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages}
+		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages,
+		net: newNetState(context.WithoutCancel(ctx), opts.Network)}
 	sp := &stopper{w: w, st: st, stopInput: stopInput}
 	if !w.e.cfg.StrictTermination {
 		sp.abandon = make(chan struct{})
@@ -250,6 +251,9 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 
 	// Detach the buffers and the sink: an abandoned guest may go on.
 	st.finished.Store(true)
+	if !st.net.end(netEndWait) {
+		w.e.log.Warn("requests of a run still running after its end", zap.String("language", w.lang))
+	}
 	inst.stdout.swap(nil)
 	inst.stderr.swap(nil)
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), FreshInstance: reset, Restored: restored}
@@ -258,6 +262,11 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	st.mu.Lock()
 	res.Images = st.images
 	st.mu.Unlock()
+	if opts.Network != nil {
+		if reached := opts.Network.Reached(); len(reached) > 0 {
+			res.Network = reached
+		}
+	}
 	var waited time.Duration
 	if !abandoned { // else the guest's goroutine may still be in an input()
 		waited = st.waited
@@ -335,6 +344,7 @@ func (sp *stopper) stop(timedOut bool) {
 	sp.stopping, sp.timedOut = true, timedOut
 	sp.st.interrupt.Store(true)
 	sp.stopInput()
+	sp.st.net.abort() // a request in flight ends now, not when the guest notices
 	sp.w.e.observer().Interrupted(sp.w.lang)
 	sp.grace = time.AfterFunc(sp.w.e.cfg.InterruptGrace, sp.kill)
 }
@@ -364,6 +374,10 @@ func (sp *stopper) seal() (timedOut, killed bool) {
 	}
 	return sp.timedOut, sp.killed
 }
+
+// netEndWait bounds how long the end of a run waits for its aborted
+// requests' goroutines.
+const netEndWait = 5 * time.Second
 
 // outcome is what the goroutine running a guest call hands back.
 type outcome struct {

@@ -69,6 +69,9 @@ type Config struct {
 	// UUIDv4. Several execd behind one balancer mint ids that route back to
 	// the instance that made them (cmd/execd).
 	NewID func() string
+	// Network gives each run the network of its principal and workspace
+	// (internal/egress's Session). Nil: runs have none.
+	Network func(principal, workspace string) worker.Network
 }
 
 // Request is one call to run code.
@@ -529,6 +532,9 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	m.mu.Unlock()
 
 	opts := worker.RunOptions{Sink: req.Sink, Timeout: req.Timeout}
+	if m.cfg.Network != nil {
+		opts.Network = m.cfg.Network(req.Principal, w.key.id)
+	}
 	if req.Input != nil {
 		opts.Input = slot
 	}

@@ -126,6 +126,15 @@ type Result struct {
 	Duration time.Duration
 	// Images are what the code showed, in order.
 	Images []Picture
+	// Network lists the hosts the code's requests reached, and how many
+	// requests each.
+	Network []HostUse
+}
+
+// HostUse is a host a run's requests reached.
+type HostUse struct {
+	Host     string
+	Requests int
 }
 
 // resultOf is the worker's result in the workspace's words, before the
@@ -137,6 +146,9 @@ func resultOf(r worker.Result) Result {
 	}
 	if e := r.Error; e != nil {
 		out.Error = &GuestError{Type: e.Type, Message: e.Message, Stack: e.Stack}
+	}
+	for _, h := range r.Network {
+		out.Network = append(out.Network, HostUse{Host: h.Host, Requests: h.Requests})
 	}
 	if len(r.Images) > 0 {
 		out.Images = make([]Picture, len(r.Images))

@@ -14,7 +14,9 @@ import _io
 import builtins
 import os
 import sys
+import warnings
 
+import _execd_net
 import execd
 import linecache
 import traceback
@@ -89,14 +91,15 @@ def _restore_stdio():
 # one fails with a message that says what it offers instead, so that the
 # code's author changes course instead of retrying.
 _OFFERS = ("Available: sqlite3, csv, json, statistics, math, decimal, fractions (standard library); "
-           "dateutil, tabulate, pytz, openpyxl, png (pypng), networkx, yaml, jinja2, sympy, mpmath. "
-           "Nothing can be installed (no pip, no network).")
+           "dateutil, tabulate, pytz, openpyxl, png (pypng), networkx, yaml, jinja2, sympy, mpmath, requests. "
+           "Nothing can be installed (no pip).")
 _NUMERIC = ("For numerics use lists with math, statistics, fractions and decimal, mpmath (matrices, "
             "high precision) or sympy (exact and symbolic).")
 _TABLES = ("For tables use csv or sqlite3 (SQL, also in memory: sqlite3.connect(':memory:')), "
            "statistics for summaries, tabulate to print and openpyxl for .xlsx files.")
 _PLOTS = "There is no plotting library; png (pypng) writes PNG images from rows of pixels."
-_NET = "The sandbox has no network access."
+_NET = ("The network is reached through requests, urllib.request or http.client (to the hosts the operator "
+        "allows); asynchronous HTTP clients cannot run here (no event loop).")
 _HINTS = {
     "numpy": _NUMERIC,
     "scipy": ("Use statistics and math, mpmath (special functions, quadrature, root finding, ODEs), "
@@ -110,9 +113,7 @@ _HINTS = {
     "seaborn": _PLOTS,
     "plotly": _PLOTS,
     "PIL": "png (pypng) reads and writes PNG images.",
-    "requests": _NET,
     "httpx": _NET,
-    "urllib3": _NET,
     "aiohttp": _NET,
     "bs4": "html.parser (standard library) parses HTML.",
     "lxml": "xml.etree.ElementTree (standard library) parses XML.",
@@ -141,6 +142,79 @@ class _Unavailable:
 
 
 sys.meta_path.append(_Unavailable)
+
+
+class _Patching:
+    """A loader that runs a module's own, then hands the module to a
+    function of execd_http (imported then, not before)."""
+
+    def __init__(self, loader, patch):
+        self._loader, self._patch = loader, patch
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        import execd_http
+
+        getattr(execd_http, self._patch)(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _NetworkPatcher:
+    """The first finder on sys.meta_path: http.client, requests.adapters and
+    requests.sessions are loaded as always, then made to send through the
+    host (execd_http), before any other module sees them."""
+
+    _patches = {"http.client": "patch_http_client", "requests.adapters": "patch_requests",
+                "requests.sessions": "patch_requests_sessions"}
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        patch = cls._patches.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is cls or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _Patching(spec.loader, patch)
+                return spec
+        return None
+
+
+sys.meta_path.insert(0, _NetworkPatcher)
+
+# requests 2.28 warns, at its import, that Debian's charset-normalizer 3
+# is newer than it knows (it works: Debian ships the two together).
+warnings.filterwarnings("ignore", message=r"urllib3 \(.*\) or chardet \(.*\)/charset_normalizer \(.*\) doesn't match",
+                        module="requests")
+
+_env_text = ""  # the run's secrets as last put in os.environ (JSON)
+_env_names = ()
+
+
+def _refresh_env():
+    """os.environ holds the placeholders of the run's secrets (the host
+    gives them per run: they depend on the workspace's principal)."""
+    global _env_text, _env_names
+    text = _execd_net.env()
+    if text == _env_text:
+        return
+    import json
+
+    env = json.loads(text) if text else {}
+    for name in _env_names:
+        if name not in env:
+            os.environ.pop(name, None)
+    for name, placeholder in env.items():
+        os.environ[name] = placeholder
+    _env_text, _env_names = text, tuple(env)
 
 
 def _await(coro):
@@ -254,6 +328,10 @@ def run_cell(source):
     exc = None
     value = None
     _restore_stdio()
+    try:
+        _refresh_env()
+    except BaseException:
+        pass
     try:
         execd._poll(True)
         try:

@@ -519,6 +519,9 @@ static struct PyModuleDef execd_module = {
 
 static PyObject *PyInit_execd(void) { return PyModule_Create(&execd_module); }
 
+/* _execd_net: the network's natives (net.c). */
+#include "net.c"
+
 /* ---- small byte buffer for the envelope --------------------------------- */
 
 typedef struct {
@@ -706,7 +709,7 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     if (PyStatus_Exception(st))
         return -2;
 
-    if (PyImport_AppendInittab("execd", PyInit_execd) < 0)
+    if (PyImport_AppendInittab("execd", PyInit_execd) < 0 || PyImport_AppendInittab("_execd_net", PyInit__execd_net) < 0)
         return -3;
 
     PyConfig_InitIsolatedConfig(&config);

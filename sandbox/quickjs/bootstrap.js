@@ -262,19 +262,28 @@
   // is never cleared runs until the run is interrupted.
   const timers = new MapCtor();
   let nextId = 1;
-  // helpers.pending mirrors the number of timers so guest.c can skip the
-  // timer calls when there is none.
-  const helpers = { pending: 0 };
-  const count = () => { helpers.pending = mapSize(timers); };
-  function addTimer(fn, ms, args, repeat) {
+  // helpers.pending mirrors the number of timers that keep the cell going
+  // so guest.c can skip the timer calls when there is none. An unref'd
+  // timer (fetch.js's AbortSignal.timeout) runs when due while the cell
+  // waits for something else, but does not keep it going by itself.
+  const helpers = { pending: 0, unrefd: 0 };
+  let unrefd = 0;
+  const count = () => { helpers.pending = mapSize(timers) - unrefd; helpers.unrefd = unrefd; };
+  function addTimer(fn, ms, args, repeat, unref) {
     if (typeof fn !== "function") throw new TypeErr("callback must be a function");
     ms = mathMax(0, N(ms) || 0);
     const id = nextId++;
-    mapSet(timers, id, { fn, args, ms, repeat, due: dateNow() + ms, seq: id });
+    mapSet(timers, id, { fn, args, ms, repeat, due: dateNow() + ms, seq: id, unref: !!unref });
+    if (unref) unrefd++;
     count();
     return id;
   }
-  function clearTimer(id) { mapDelete(timers, N(id)); count(); }
+  function clearTimer(id) {
+    const t = mapGet(timers, N(id));
+    if (t !== undefined && t.unref) unrefd--;
+    mapDelete(timers, N(id));
+    count();
+  }
   // ms until the next timer is due, or -1 if there is none.
   function nextTimer() {
     let min = Infinity;
@@ -300,12 +309,11 @@
       best.due = now + mathMax(1, best.ms);
       best.seq = nextId++;
     } else {
-      mapDelete(timers, bestId);
-      count();
+      clearTimer(bestId);
     }
     reflectApply(best.fn, undefined, best.args);
   }
-  function clearTimers() { mapClear(timers); count(); }
+  function clearTimers() { mapClear(timers); unrefd = 0; count(); }
 
   const define = (name, value) =>
     defineProperty(global, name, { value, writable: true, configurable: true });
@@ -531,5 +539,13 @@
   helpers.nextTimer = nextTimer;
   helpers.runTimer = runTimer;
   helpers.clearTimers = clearTimers;
+  helpers.unrefTimer = (fn, ms) => addTimer(fn, ms, [], false, true);
+  helpers.clearTimer = clearTimer;
+  // dropUnrefd(): the unref'd timers left when a cell is done go with it.
+  helpers.dropUnrefd = () => {
+    const it = mapEntries(timers), ids = [];
+    for (let r = mapNext(it); !r.done; r = mapNext(it)) if (r.value[1].unref) ids[ids.length] = r.value[0];
+    for (let i = 0; i < ids.length; i++) clearTimer(ids[i]);
+  };
   return helpers;
 })

@@ -1046,12 +1046,17 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
 static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst reason,
                               JS_BOOL is_handled, void *opaque);
 
+/* ---- fetch.js's natives and the network's turn of the event loop ------- */
+static JSValue call_helper(const char *name);
+#include "net.c"
+
 /* ---- bootstrap ----------------------------------------------------------- */
 
 /* bootstrap.js, web.js and intl.js, made into C strings by build.sh. */
 #include "bootstrap.h"
 #include "web.h"
 #include "intl.h"
+#include "fetch.h"
 
 /* run_init_script(src, args): evaluates src (a function expression) and
    calls it with args; returns its result or JS_EXCEPTION. */
@@ -1111,6 +1116,17 @@ static int setup_globals(void)
     JS_FreeValue(ctx, natives);
     if (JS_IsException(r)) {
         print_init_error("web.js/intl.js");
+        goto done;
+    }
+    JS_FreeValue(ctx, r);
+    /* fetch.js gets net.c's natives */
+    natives = JS_NewObject(ctx);
+    JS_SetPropertyFunctionList(ctx, natives, net_natives, sizeof(net_natives) / sizeof(net_natives[0]));
+    args[0] = natives;
+    r = run_init_script(fetch_js, sizeof(fetch_js) - 1, "<execd:fetch>", 3, args);
+    JS_FreeValue(ctx, natives);
+    if (JS_IsException(r)) {
+        print_init_error("fetch.js");
         goto done;
     }
     JS_FreeValue(ctx, r);
@@ -1439,8 +1455,22 @@ static int sleep_ms(double ms)
     return 0;
 }
 
+/* helper_int(name): helpers[name] as an int32 (0 if it is not one); -1
+   with *exc set when reading it threw. */
+static int helper_int(const char *name, int32_t *out, JSValue *exc)
+{
+    JSValue v = JS_GetPropertyStr(ctx, helpers, name);
+    *out = 0;
+    if (JS_IsException(v) || JS_ToInt32(ctx, out, v)) {
+        *exc = JS_GetException(ctx);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs the event loop of a cell: queued promise jobs, then timers (sleeping
-   until each is due), until there is nothing left. On an uncaught exception
+   until each is due) and requests in flight (waiting in net_wait for one
+   to finish or the next timer), until there is nothing left. On an uncaught exception
    (in a job only an interrupt or out of memory escape; a timer callback may
    throw anything) it stores it in *exc and returns -1. A promise job turns
    every exception of its callback into a rejection, the interrupt too, so
@@ -1463,14 +1493,32 @@ static int run_loop(JSValue *exc)
         if (r > 0)
             continue;
         {
-            JSValue v = JS_GetPropertyStr(ctx, helpers, "pending");
-            int32_t pending = 0;
-            if (JS_IsException(v) || JS_ToInt32(ctx, &pending, v)) {
-                *exc = JS_GetException(ctx);
+            JSValue v;
+            int32_t pending = 0, net_pending = 0, unrefd = 0;
+            if (helper_int("pending", &pending, exc) || helper_int("netPending", &net_pending, exc))
                 return -1;
+            if (net_pending > 0) {
+                int n = net_step(exc);
+                if (n < 0)
+                    return -1;
+                if (n > 0)
+                    continue;
+                v = call_helper("runTimer"); /* the next timer is due (or none is) */
+                if (JS_IsException(v)) {
+                    *exc = JS_GetException(ctx);
+                    return -1;
+                }
+                JS_FreeValue(ctx, v);
+                continue;
             }
-            if (pending <= 0)
+            if (pending <= 0) {
+                /* done: unref'd timers (AbortSignal.timeout) go with the cell */
+                if (helper_int("unrefd", &unrefd, exc))
+                    return -1;
+                if (unrefd > 0)
+                    JS_FreeValue(ctx, call_helper("dropUnrefd"));
                 return 0;
+            }
             v = call_helper("nextTimer");
             double wait;
             if (JS_IsException(v)) {
@@ -1625,6 +1673,10 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
            no timer (an interval would otherwise fire in every later cell). */
         JS_DiscardPendingJobs(rt);
         JS_FreeValue(ctx, call_helper("clearTimers"));
+        if (JS_HasException(ctx))
+            JS_FreeValue(ctx, JS_GetException(ctx));
+        /* ... and no fetch: the host forgets the run's requests at its end */
+        JS_FreeValue(ctx, call_helper("netClear"));
         if (JS_HasException(ctx))
             JS_FreeValue(ctx, JS_GetException(ctx));
         /* An uncatchable interrupt must not poison the next cell. */
