@@ -167,7 +167,7 @@ func Default() Config {
 			Listen:            "127.0.0.1:8765",
 			Path:              "/mcp",
 			AllowedOrigins:    []string{},
-			MaxBodyBytes:      4 << 20,
+			MaxBodyBytes:      8 << 20,
 			MaxStreams:        64,
 			ReadHeaderTimeout: Duration{10 * time.Second},
 			ReadTimeout:       Duration{30 * time.Second},

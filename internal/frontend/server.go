@@ -52,7 +52,7 @@ type Options struct {
 	// every HTTP request needs a bearer token. Empty means no auth: every
 	// request is LocalPrincipal.
 	AuthTokensFile string
-	// MaxBodyBytes caps a POST body and a stdio line. Zero means 4 MiB.
+	// MaxBodyBytes caps a POST body and a stdio line. Zero means 8 MiB.
 	MaxBodyBytes int64
 	// MaxStreamsPerPrincipal caps the HTTP requests (each request of a
 	// batch too) and GET streams one principal may have open; one more is
@@ -172,7 +172,7 @@ func New(opts Options) (*Server, error) {
 		opts.Path = "/mcp"
 	}
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 4 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.InputTimeout <= 0 {
 		opts.InputTimeout = 5 * time.Minute
@@ -295,6 +295,16 @@ func (s *Server) getInstructions() string {
 // how long an input_required round's requestState stays valid
 // (Options.InputTimeout).
 func (s *Server) InputTimeout() time.Duration { return s.opts.InputTimeout }
+
+// DefaultMaxBodyBytes is Options.MaxBodyBytes when none is given: room for
+// a tool argument of 4 MiB of bytes in base64 (5.6 MB) and its envelope.
+const DefaultMaxBodyBytes = 8 << 20
+
+// MaxBodyBytes is the largest request the server reads (a POST body or a
+// stdio line): a tool that takes large arguments says in its own words
+// what fits below it, rather than leaving a larger one to the transport's
+// refusal.
+func (s *Server) MaxBodyBytes() int64 { return s.opts.MaxBodyBytes }
 
 // Detached is a context for work that outlives the request that started
 // it (a run that waits for the person's answer across requests): it ends,

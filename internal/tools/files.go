@@ -31,8 +31,12 @@ const (
 	// given and the most it reads at once.
 	readFileDefault = 256 << 10
 	readFileMax     = 1 << 20
-	// writeFileMax is the largest content write_file takes.
+	// writeFileMax is the largest content write_file takes when the
+	// server's body limit holds it in base64 (writeLimit).
 	writeFileMax = 4 << 20
+	// writeEnvelope is what a write_file request needs beside its content:
+	// the JSON-RPC envelope, the workspace id and the path.
+	writeEnvelope = 64 << 10
 	// maxResultFiles is how many changed files a result of execute_code
 	// names.
 	maxResultFiles = 20
@@ -42,7 +46,8 @@ const uriScheme = "workspace://"
 
 // fileURI is the resource URI of a file of a workspace: the path expanded
 // as RFC 6570 {+path} does (reserved characters and "/" kept, everything
-// else percent-encoded).
+// else percent-encoded), but for "?" and "#", which would start the URI's
+// query and fragment and are percent-encoded too.
 func fileURI(ws, p string) string {
 	var b strings.Builder
 	b.WriteString(uriScheme)
@@ -50,7 +55,7 @@ func fileURI(ws, p string) string {
 	b.WriteByte('/')
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0 {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~:/[]@!$&'()*+,;=", c) >= 0 {
 			b.WriteByte(c)
 			continue
 		}
@@ -69,6 +74,12 @@ func parseFileURI(uri string) (ws, p string, ok bool, err error) {
 	ws, enc, _ := strings.Cut(rest, "/")
 	if err := workspace.ValidateID(ws); err != nil {
 		return "", "", true, fmt.Errorf("the URI does not name a workspace (%s)", err)
+	}
+	if strings.ContainsAny(enc, "?#") {
+		return "", "", true, errors.New("a file's URI has no query or fragment: a \"?\" or \"#\" in a file's name is written %3F or %23")
+	}
+	if strings.HasSuffix(enc, "/") {
+		return "", "", true, errors.New("the URI ends in \"/\": it names a directory, and only files are resources")
 	}
 	p, err = url.PathUnescape(enc)
 	if err != nil {
@@ -255,12 +266,22 @@ type writeFileArgs struct {
 	Encoding  *string `json:"encoding,omitempty" enum:"utf-8,base64" desc:"How content is written: utf-8 (default) or base64."`
 }
 
+// writeLimit is the largest content write_file takes: writeFileMax, or
+// less where the server's body limit could not carry that much in base64,
+// so that every content the description promises arrives at the tool and a
+// larger one gets the tool's own refusal rather than the transport's.
+func writeLimit(maxBody int64) int {
+	fits := (maxBody - writeEnvelope) / 4 * 3
+	return int(max(0, min(fits, writeFileMax)))
+}
+
 func (t *tools) addWriteFile() error {
+	t.writeMax = writeLimit(t.srv.MaxBodyBytes())
 	return frontend.AddTool(t.srv, frontend.Tool[writeFileArgs]{
 		Name:  "write_file",
 		Title: "Write a file",
 		Description: fmt.Sprintf("Write a file into a workspace (a path under /workspace; directories are made as needed), replacing what was there, "+
-			"for the code to use. Text as it is (encoding utf-8, the default) or bytes in base64. At most %d bytes; the workspace's disk quota applies.", writeFileMax),
+			"for the code to use. Text as it is (encoding utf-8, the default) or bytes in base64. At most %d bytes; the workspace's disk quota applies.", t.writeMax),
 		Annotations: map[string]any{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
 		Run:         t.writeFile,
 	})
@@ -278,8 +299,8 @@ func (t *tools) writeFile(ctx context.Context, c *frontend.Call, in writeFileArg
 	default:
 		return toolError("", fmt.Sprintf("encoding must be utf-8 or base64, not %q", *in.Encoding)), nil
 	}
-	if len(data) > writeFileMax {
-		return toolError("", fmt.Sprintf("the content is %d bytes; write_file takes at most %d. Write it in parts from code, or generate it in the sandbox", len(data), writeFileMax)), nil
+	if len(data) > t.writeMax {
+		return toolError("", fmt.Sprintf("the content is %d bytes; write_file takes at most %d. Write it in parts from code, or generate it in the sandbox", len(data), t.writeMax)), nil
 	}
 	return t.workspaceOp(ctx, c, in.Workspace, "nothing was written", func(ws string) (map[string]any, error) {
 		f, err := t.exec.WriteFile(ctx, c.Principal(), ws, in.Path, data)

@@ -48,6 +48,8 @@ type tools struct {
 	exec   workspace.Executor
 	log    *zap.Logger
 	paused *pausedRuns
+	// writeMax is the largest content write_file takes (writeLimit).
+	writeMax int
 }
 
 // Register adds execd's tools to srv, execute_code first (clients, and
