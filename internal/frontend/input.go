@@ -194,6 +194,9 @@ func validateResponse(in Input, raw json.RawMessage) *jsonrpc.Error {
 
 // statePayload is what requestState carries, under an HMAC.
 type statePayload struct {
+	// From names the process that sealed it (Server.stateFrom): a state
+	// of an earlier process cannot be verified, and is said to be one.
+	From    string                     `json:"f"`
 	Owner   string                     `json:"o"`
 	Expires int64                      `json:"e"`
 	Data    map[string]json.RawMessage `json:"d"`
@@ -206,7 +209,7 @@ func (s *Server) sealState(principal, owner string, data map[string]any) string 
 	for k, v := range data {
 		d[k], _ = json.Marshal(v)
 	}
-	b, _ := json.Marshal(statePayload{Owner: owner, Expires: time.Now().Add(s.opts.InputTimeout).Unix(), Data: d})
+	b, _ := json.Marshal(statePayload{From: s.stateFrom, Owner: owner, Expires: time.Now().Add(s.opts.InputTimeout).Unix(), Data: d})
 	body := base64.RawURLEncoding.EncodeToString(b)
 	return body + "." + base64.RawURLEncoding.EncodeToString(s.stateMAC(principal, body))
 }
@@ -227,16 +230,24 @@ func (s *Server) openState(principal, owner, st string) (map[string]json.RawMess
 	if !ok {
 		return nil, bad
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, s.stateMAC(principal, body)) {
-		return nil, bad
-	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {
 		return nil, bad
 	}
 	var p statePayload
-	if json.Unmarshal(raw, &p) != nil || p.Owner != owner {
+	if json.Unmarshal(raw, &p) != nil {
+		return nil, bad
+	}
+	if got, err := base64.RawURLEncoding.DecodeString(sig); err != nil || !hmac.Equal(got, s.stateMAC(principal, body)) {
+		if p.From != s.stateFrom {
+			// Each process seals with a key of its own: what an earlier
+			// one asked for ended with it. (The claim is unverified, and
+			// gains a forger nothing but this message.)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState was issued before execd restarted, and the run that asked for input ended with that process; call again without requestState")
+		}
+		return nil, bad
+	}
+	if p.Owner != owner {
 		return nil, bad
 	}
 	if time.Now().Unix() > p.Expires {

@@ -16,6 +16,7 @@ package frontend
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"sync"
@@ -144,8 +145,9 @@ type Server struct {
 	running  running // requests in flight, for Running
 
 	// stateKey protects the requestState of input_required rounds
-	// (input.go); fresh for every process.
-	stateKey []byte
+	// (input.go); fresh for every process, which stateFrom names.
+	stateKey  []byte
+	stateFrom string
 	// loopback: the listener is on a loopback address, so a foreign Host
 	// is refused.
 	loopback bool
@@ -185,7 +187,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, 32)
+	key := make([]byte, 40)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
@@ -201,7 +203,8 @@ func New(opts Options) (*Server, error) {
 		auth:      auth,
 		streams:   newStreamGauge(opts.MaxStreamsPerPrincipal),
 		obs:       opts.Observer,
-		stateKey:  key,
+		stateKey:  key[:32],
+		stateFrom: base64.RawURLEncoding.EncodeToString(key[32:]),
 		loopback:  listenerIsLoopback(opts.Listen),
 		runCtx:    ctx,
 		cancelRun: cancel,
