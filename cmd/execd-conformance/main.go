@@ -108,7 +108,9 @@ var errNoCode = &workspace.Error{Code: workspace.StartFailed, Msg: "this conform
 func (noCode) Run(_ context.Context, req workspace.Request) (workspace.Outcome, error) {
 	return workspace.Outcome{Workspace: req.Workspace}, errNoCode
 }
-func (noCode) List(string) []workspace.Info                      { return nil }
+func (noCode) ListPage(string, *workspace.ListFrom, int) ([]workspace.Info, bool) {
+	return nil, false
+}
 func (noCode) Reset(context.Context, string, string, bool) error { return errNoCode }
 func (noCode) Delete(context.Context, string, string) error      { return errNoCode }
 func (noCode) Checkpoint(context.Context, string, string, string) (string, error) {

@@ -178,8 +178,10 @@ func (s *Shared) Run(ctx context.Context, req workspace.Request) (workspace.Outc
 // NewID implements workspace.Executor.
 func (s *Shared) NewID() string { return s.reg.NewID() }
 
-// List implements workspace.Executor.
-func (s *Shared) List(principal string) []workspace.Info { return s.reg.List(principal) }
+// ListPage implements workspace.Executor.
+func (s *Shared) ListPage(principal string, from *workspace.ListFrom, limit int) ([]workspace.Info, bool) {
+	return s.reg.ListPage(principal, from, limit)
+}
 
 // locked runs op holding the workspace's lock (an invalid id is op's to
 // refuse, without a lock).

@@ -42,8 +42,10 @@ func (f *fakeRegistry) Run(ctx context.Context, req workspace.Request) (workspac
 	}
 	return workspace.Outcome{Workspace: ws}, nil
 }
-func (f *fakeRegistry) NewID() string                                     { return "new" }
-func (f *fakeRegistry) List(string) []workspace.Info                      { return nil }
+func (f *fakeRegistry) NewID() string { return "new" }
+func (f *fakeRegistry) ListPage(string, *workspace.ListFrom, int) ([]workspace.Info, bool) {
+	return nil, false
+}
 func (f *fakeRegistry) Reset(context.Context, string, string, bool) error { return nil }
 func (f *fakeRegistry) Delete(context.Context, string, string) error      { return nil }
 func (f *fakeRegistry) Checkpoint(context.Context, string, string, string) (string, error) {

@@ -169,9 +169,9 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 
 var errFakeMissing = &workspace.Error{Code: workspace.NotFound, Msg: `workspace "missing" does not exist`}
 
-// List shows every workspace that has checkpoints, live, with fixed
-// figures.
-func (f *fakeExec) List(string) []workspace.Info {
+// ListPage shows every workspace that has checkpoints, live, with fixed
+// figures, in one page.
+func (f *fakeExec) ListPage(string, *workspace.ListFrom, int) ([]workspace.Info, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var ids []string
@@ -190,7 +190,7 @@ func (f *fakeExec) List(string) []workspace.Info {
 		}
 		out = append(out, in)
 	}
-	return out
+	return out, false
 }
 func (f *fakeExec) Reset(_ context.Context, _, id string, _ bool) error {
 	if id == "missing" {
@@ -312,7 +312,9 @@ func (f *fakeExec) RecentFiles(principal string) []workspace.FileInfo {
 // holds no workspace: for executors that only run.
 type noWorkspaces struct{}
 
-func (noWorkspaces) List(string) []workspace.Info { return nil }
+func (noWorkspaces) ListPage(string, *workspace.ListFrom, int) ([]workspace.Info, bool) {
+	return nil, false
+}
 func (noWorkspaces) Reset(context.Context, string, string, bool) error {
 	return errFakeMissing
 }

@@ -35,7 +35,9 @@ func (q *queuedExec) wait(ctx context.Context, op string) error {
 func (q *queuedExec) Run(ctx context.Context, req workspace.Request) (workspace.Outcome, error) {
 	return workspace.Outcome{Workspace: req.Workspace}, q.wait(ctx, "run")
 }
-func (q *queuedExec) List(string) []workspace.Info { return nil }
+func (q *queuedExec) ListPage(string, *workspace.ListFrom, int) ([]workspace.Info, bool) {
+	return nil, false
+}
 func (q *queuedExec) Reset(ctx context.Context, _, _ string, _ bool) error {
 	return q.wait(ctx, "reset")
 }

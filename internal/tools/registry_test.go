@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,13 @@ func (r *varsRunner) Close() error       { return nil }
 // alice and bob.
 func newRegistryServer(t *testing.T) (alice, bob *client) {
 	t.Helper()
+	alice, bob, _ = newRegistryServerOver(t)
+	return alice, bob
+}
+
+// newRegistryServerOver is newRegistryServer, and the registry.
+func newRegistryServerOver(t *testing.T) (alice, bob *client, m *workspace.Manager) {
+	t.Helper()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("alice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
@@ -135,7 +143,7 @@ func newRegistryServer(t *testing.T) (alice, bob *client) {
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
-	return &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}, &client{T: t, URL: ts.URL + "/mcp", Token: "bbbbbbbbbbbbbbbbbbbb"}
+	return &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}, &client{T: t, URL: ts.URL + "/mcp", Token: "bbbbbbbbbbbbbbbbbbbb"}, m
 }
 
 // inBothEras runs f once per era, each time with alice and bob on a new
@@ -300,5 +308,63 @@ func TestAnswerReachesABusyWorkspace(t *testing.T) {
 	}
 	if sc := resultOf(t, queued); sc["status"] != "ok" {
 		t.Fatalf("the call queued behind it: %v", sc)
+	}
+}
+
+// list_workspaces pages: every workspace once, most recently used first,
+// a page at most limit long, and only the caller's; a cursor it did not
+// give is refused.
+func TestListWorkspacesInPages(t *testing.T) {
+	alice, bob, m := newRegistryServerOver(t)
+	const n = 23
+	for i := range n {
+		if sc, isErr := alice.Tool("write_file", map[string]any{"workspace": fmt.Sprintf("ws-%02d", i), "path": "a.txt", "content": "x"}); isErr {
+			t.Fatalf("write_file: %v", sc)
+		}
+	}
+	bob.Tool("write_file", map[string]any{"workspace": "bobs", "path": "a.txt", "content": "x"})
+	var got []string
+	args := map[string]any{"limit": 10}
+	for pages := 0; ; pages++ {
+		if pages > n {
+			t.Fatal("the pages do not end")
+		}
+		sc, isErr := alice.Tool("list_workspaces", args)
+		if isErr {
+			t.Fatalf("list_workspaces: %v", sc)
+		}
+		ws := sc["workspaces"].([]any)
+		if len(ws) > 10 {
+			t.Fatalf("a page of %d", len(ws))
+		}
+		for _, w := range ws {
+			got = append(got, w.(map[string]any)["workspace"].(string))
+		}
+		next, ok := sc["nextCursor"].(string)
+		if !ok {
+			break
+		}
+		args["cursor"] = next
+	}
+	seen := map[string]bool{}
+	for _, id := range got {
+		seen[id] = true
+	}
+	if len(got) != n || len(seen) != n || !seen["ws-00"] || !seen[fmt.Sprintf("ws-%02d", n-1)] {
+		t.Fatalf("the pages hold %v, want ws-00 … ws-%02d once each", got, n-1)
+	}
+	// The order across pages is List's own.
+	var whole []string
+	for _, in := range m.List("alice") {
+		whole = append(whole, in.ID)
+	}
+	if !slices.Equal(got, whole) {
+		t.Fatalf("the pages' order %v, List's %v", got, whole)
+	}
+	if sc, _ := alice.Tool("list_workspaces", map[string]any{}); len(sc["workspaces"].([]any)) != n || sc["nextCursor"] != nil {
+		t.Fatalf("the default page: %v", sc)
+	}
+	if sc, isErr := alice.Tool("list_workspaces", map[string]any{"cursor": "bm90IGEgY3Vyc29y"}); !isErr || !strings.Contains(fmt.Sprint(sc), "cursor") {
+		t.Fatalf("a made-up cursor: %v", sc)
 	}
 }

@@ -2,7 +2,10 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"execd/internal/frontend"
@@ -31,30 +34,76 @@ type wsArgs struct {
 	Workspace string `json:"workspace" header:"Workspace" desc:"The workspace id."`
 }
 
-// noArgs are the arguments of a tool that takes none.
-type noArgs struct{}
+// listArgs are list_workspaces' arguments.
+type listArgs struct {
+	Cursor *string `json:"cursor,omitempty" desc:"The nextCursor of the previous page; none for the first."`
+	Limit  *int    `json:"limit,omitempty" minimum:"1" maximum:"500" desc:"Workspaces per page (default 100)."`
+}
+
+// listPageDefault is list_workspaces' page when no limit is given.
+const listPageDefault = 100
 
 func (t *tools) addListWorkspaces() error {
-	return frontend.AddTool(t.srv, frontend.Tool[noArgs]{
+	return frontend.AddTool(t.srv, frontend.Tool[listArgs]{
 		Name:  "list_workspaces",
 		Title: "List workspaces",
 		Description: "List your workspaces, most recently used first: for each, whether its interpreters are live (in memory) or hibernated (saved on disk, restored on the next call), " +
-			"its languages, its checkpoints, whether a call is running, when it was last used, and the bytes it holds in memory, in files and in saved state.",
+			"its languages, its checkpoints, whether a call is running, when it was last used, and the bytes it holds in memory, in files and in saved state. " +
+			"A page at a time: when nextCursor is in the result, pass it as cursor for the next page.",
 		OutputSchema: map[string]any{
-			"type":       "object",
-			"properties": map[string]any{"workspaces": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}},
-			"required":   []string{"workspaces"},
+			"type": "object",
+			"properties": map[string]any{
+				"workspaces": map[string]any{"type": "array", "items": map[string]any{"type": "object"}},
+				"nextCursor": map[string]any{"type": "string"},
+			},
+			"required": []string{"workspaces"},
 		},
 		Annotations: annotationsReadOnly,
-		Run: func(ctx context.Context, c *frontend.Call, _ noArgs) (any, *jsonrpc.Error) {
-			infos := t.exec.List(c.Principal())
+		Run: func(ctx context.Context, c *frontend.Call, in listArgs) (any, *jsonrpc.Error) {
+			limit := listPageDefault
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			var from *workspace.ListFrom
+			if in.Cursor != nil {
+				var ok bool
+				if from, ok = parseListCursor(*in.Cursor); !ok {
+					return toolError("", "cursor is not a nextCursor list_workspaces gave; call it without cursor for the first page"), nil
+				}
+			}
+			infos, more := t.exec.ListPage(c.Principal(), from, limit)
 			list := make([]map[string]any, 0, len(infos))
 			for _, in := range infos {
 				list = append(list, describeWorkspace(in))
 			}
-			return frontend.StructuredResult(map[string]any{"workspaces": list}, false), nil
+			out := map[string]any{"workspaces": list}
+			if more {
+				last := infos[len(infos)-1]
+				out["nextCursor"] = listCursor(last.LastUsed, last.ID)
+			}
+			return frontend.StructuredResult(out, false), nil
 		},
 	})
+}
+
+// listCursor names the place in list_workspaces' order after the
+// workspace id, last used at used: base64url of "<unix nanoseconds>.<id>".
+func listCursor(used time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(used.UnixNano(), 10) + "." + id))
+}
+
+// parseListCursor reads a listCursor.
+func parseListCursor(s string) (*workspace.ListFrom, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, false
+	}
+	ns, id, found := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !found || err != nil || workspace.ValidateID(id) != nil {
+		return nil, false
+	}
+	return &workspace.ListFrom{LastUsed: time.Unix(0, n), ID: id}, true
 }
 
 // describeWorkspace is one entry of list_workspaces.

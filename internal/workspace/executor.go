@@ -9,7 +9,7 @@ import "context"
 // are *Error.
 type Executor interface {
 	Run(ctx context.Context, req Request) (Outcome, error)
-	List(principal string) []Info
+	ListPage(principal string, from *ListFrom, limit int) (page []Info, more bool)
 	Reset(ctx context.Context, principal, id string, files bool) error
 	Delete(ctx context.Context, principal, id string) error
 	Checkpoint(ctx context.Context, principal, id, name string) (string, error)

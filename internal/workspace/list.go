@@ -49,11 +49,29 @@ type CheckpointInfo struct {
 // List returns the principal's workspaces, live ones and those on disk
 // only, most recently used first.
 func (m *Manager) List(principal string) []Info {
+	infos, _ := m.ListPage(principal, nil, 0)
+	return infos
+}
+
+// ListFrom is where a page of ListPage starts: after the workspace ID,
+// last used at LastUsed, in List's order.
+type ListFrom struct {
+	LastUsed time.Time
+	ID       string
+}
+
+// ListPage is List a page at a time: at most limit workspaces (0 = all)
+// that come after from (nil = the first), and whether more follow. Only
+// the page's workspaces have their files and checkpoints measured, which
+// is most of List's work. A workspace used between two pages moves to the
+// front, so a listing in pages may miss it or show it twice, never
+// another principal's.
+func (m *Manager) ListPage(principal string, from *ListFrom, limit int) (page []Info, more bool) {
 	pd, err := principalDir(principal)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return m.list(pd)
+	return m.list(pd, from, limit)
 }
 
 // ListAll returns every principal's workspaces, as List returns one's,
@@ -74,7 +92,8 @@ func (m *Manager) ListAll() []Info {
 	}
 	var out []Info
 	for pd := range pds {
-		for _, in := range m.list(pd) {
+		infos, _ := m.list(pd, nil, 0)
+		for _, in := range infos {
 			in.Principal = pd
 			out = append(out, in)
 		}
@@ -106,8 +125,8 @@ func sortInfos(out []Info) {
 	})
 }
 
-// list is List of the principal whose directory name is pd.
-func (m *Manager) list(pd string) []Info {
+// list is ListPage of the principal whose directory name is pd.
+func (m *Manager) list(pd string, from *ListFrom, limit int) ([]Info, bool) {
 	pdir := filepath.Join(m.cfg.DataDir, pd)
 	infos := map[string]*Info{}
 	m.mu.Lock()
@@ -143,18 +162,31 @@ func (m *Manager) list(pd string) []Info {
 	}
 	out := make([]Info, 0, len(infos))
 	for _, in := range infos {
+		m.describeState(in, filepath.Join(pdir, stateDirName, in.ID))
+		if from == nil || in.LastUsed.Before(from.LastUsed) || in.LastUsed.Equal(from.LastUsed) && in.ID > from.ID {
+			out = append(out, *in)
+		}
+	}
+	sortInfos(out)
+	more := limit > 0 && len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	for i := range out {
+		in := &out[i]
 		if in.DiskBytes < 0 {
 			in.DiskBytes, _ = diskUsage(filepath.Join(pdir, in.ID))
 		}
-		m.describeState(in, filepath.Join(pdir, stateDirName, in.ID))
-		out = append(out, *in)
+		in.Checkpoints = m.checkpoints(filepath.Join(pdir, stateDirName, in.ID))
+		for _, c := range in.Checkpoints {
+			in.StateBytes += c.Bytes
+		}
 	}
-	sortInfos(out)
-	return out
+	return out, more
 }
 
-// describeState fills in what the state directory holds: hibernated
-// interpreters (for languages not live) and checkpoints.
+// describeState fills in the hibernated interpreters (for languages not
+// live) the state directory holds, and when they were last used.
 func (m *Manager) describeState(in *Info, state string) {
 	live := map[string]bool{}
 	for _, it := range in.Interpreters {
@@ -180,10 +212,6 @@ func (m *Manager) describeState(in *Info, state string) {
 		in.Languages = append(in.Languages, it.Language)
 		in.Live = in.Live || it.Live
 		in.Hibernated = in.Hibernated || !it.Live
-	}
-	in.Checkpoints = m.checkpoints(state)
-	for _, c := range in.Checkpoints {
-		in.StateBytes += c.Bytes
 	}
 }
 
