@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -295,6 +296,26 @@ func (t *tools) expire(r *liveRun) {
 	}()
 }
 
+// endParked stops the runs of principal's workspace ws that wait for
+// input, before a reset or delete of it (what, for the log): its owner
+// asks, so the run's question is moot, and the operation need not wait
+// for protocol.input_timeout. The runs end interrupted; their results are
+// dropped, and their requestState is refused from now on.
+func (t *tools) endParked(principal, ws, what string) {
+	for _, r := range t.paused.takeIn(principal, ws) {
+		t.log.Info("a run waiting for input ended: its workspace is being "+what, zap.String("workspace", ws))
+		r.cancel(fmt.Errorf("the workspace was %s while its code waited for input", what))
+		go func() {
+			for ev := range r.events {
+				if ev.ask == nil {
+					return
+				}
+				ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputEOF}
+			}
+		}()
+	}
+}
+
 // pausedRuns are the parked runs, by id.
 type pausedRuns struct {
 	mu sync.Mutex
@@ -358,6 +379,22 @@ func (p *pausedRuns) answered(r *liveRun) {
 	delete(p.m, r.id)
 	r.timer.Stop()
 	p.mu.Unlock()
+}
+
+// takeIn takes every parked run of principal in workspace ws that no
+// retry holds (a held one is running again, and ends as runs do).
+func (p *pausedRuns) takeIn(principal, ws string) []*liveRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*liveRun
+	for id, r := range p.m {
+		if r.principal == principal && r.workspace == ws && !r.taken {
+			r.timer.Stop()
+			delete(p.m, id)
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // closeAll forgets every parked run (at shutdown, which cancels them).

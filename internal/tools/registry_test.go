@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
 
@@ -366,5 +367,45 @@ func TestListWorkspacesInPages(t *testing.T) {
 	}
 	if sc, isErr := alice.Tool("list_workspaces", map[string]any{"cursor": "bm90IGEgY3Vyc29y"}); !isErr || !strings.Contains(fmt.Sprint(sc), "cursor") {
 		t.Fatalf("a made-up cursor: %v", sc)
+	}
+}
+
+// Resetting or deleting a workspace whose code waits for input ends that
+// wait at once, rather than waiting for it up to protocol.input_timeout:
+// the owner is the one asking.
+func TestResetEndsAParkedRun(t *testing.T) {
+	for _, tool := range []string{"reset_workspace", "delete_workspace"} {
+		t.Run(tool, func(t *testing.T) {
+			alice, _ := newRegistryServer(t)
+			if _, isErr := alice.Tool("execute_code", map[string]any{"code": "set x 1", "language": "javascript", "workspace": "w"}); isErr {
+				t.Fatal("set x 1 failed")
+			}
+			body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask Name?","language":"javascript","workspace":"w"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+			var parked map[string]any
+			for m := range mcptest.Events(alice.Post(context.Background(), body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": "w"})) {
+				parked = m
+			}
+			state, _ := parked["result"].(map[string]any)["requestState"].(string)
+			if state == "" {
+				t.Fatalf("no input_required: %v", parked)
+			}
+			// Without the fix the tool waits out the input timeout (minutes).
+			done := make(chan map[string]any, 1)
+			go func() {
+				sc, _ := alice.Tool(tool, map[string]any{"workspace": "w"})
+				done <- sc
+			}()
+			select {
+			case sc := <-done:
+				if sc["error"] != nil {
+					t.Fatalf("%s: %v", tool, sc)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s waited for the parked run", tool)
+			}
+			if sc, isErr := alice.Tool("execute_code", map[string]any{"code": "get x", "language": "javascript", "workspace": "w"}); !isErr {
+				t.Fatalf("x after %s: %v", tool, sc)
+			}
+		})
 	}
 }

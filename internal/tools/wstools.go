@@ -168,6 +168,7 @@ func (t *tools) addResetWorkspace() error {
 		Run: func(ctx context.Context, c *frontend.Call, in resetArgs) (any, *jsonrpc.Error) {
 			delFiles := in.Files != nil && *in.Files
 			return t.workspaceOp(ctx, c, in.Workspace, "the workspace was not reset", func(ws string) (map[string]any, error) {
+				t.endParked(c.Principal(), ws, "reset")
 				if err := t.exec.Reset(ctx, c.Principal(), ws, delFiles); err != nil {
 					return nil, err
 				}
@@ -185,6 +186,7 @@ func (t *tools) addDeleteWorkspace() error {
 		Annotations: annotationsDestroys,
 		Run: func(ctx context.Context, c *frontend.Call, in wsArgs) (any, *jsonrpc.Error) {
 			return t.workspaceOp(ctx, c, in.Workspace, "the workspace was not deleted", func(ws string) (map[string]any, error) {
+				t.endParked(c.Principal(), ws, "deleted")
 				if err := t.exec.Delete(ctx, c.Principal(), ws); err != nil {
 					return nil, err
 				}
