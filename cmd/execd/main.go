@@ -342,13 +342,21 @@ func serveStdio(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config,
 
 // shutdown stops srv: the calls in flight get grace to finish and are then
 // told execd is shutting down. A second SIGINT or SIGTERM ends the grace
-// at once; the calls are still answered.
+// at once; the calls are still answered. A third ends the process at once.
+//
+// Whatever blocks (a call that does not end, a read of a file system that
+// hangs), the process ends by the hard deadline, armed here: the grace,
+// the wait for the answers to leave, the grace of saving the workspaces,
+// and a margin. What was not saved by then is lost, and its workspaces
+// say so on their next call, as after a crash.
 func shutdown(srv *frontend.Server, grace time.Duration, sigs <-chan os.Signal, log *zap.Logger) {
+	armHardDeadline(2*grace+closeWait+hardMargin, log, exitNow)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		n := 1
 		for {
 			select {
 			case <-done:
@@ -357,12 +365,36 @@ func shutdown(srv *frontend.Server, grace time.Duration, sigs <-chan os.Signal, 
 				if sig == syscall.SIGHUP {
 					continue
 				}
+				if n++; n >= 3 {
+					log.Warn("stopping at once", zap.String("signal", sig.String()))
+					exitNow(1)
+				}
 				log.Info("ending the shutdown grace", zap.String("signal", sig.String()))
 				cancel()
 			}
 		}
 	}()
 	srv.Shutdown(ctx)
+}
+
+// hardMargin is what the hard deadline of a shutdown allows beyond the
+// waits it is made of.
+const hardMargin = 10 * time.Second
+
+// exitNow ends the process with code, the logs flushed.
+var exitNow = func(code int) { os.Exit(code) }
+
+// armHardDeadline ends the process with code 1 if it is still running
+// after d. Once armed it is never disarmed: a shutdown that finishes
+// returns from main before it fires.
+func armHardDeadline(d time.Duration, log *zap.Logger, exit func(int)) *time.Timer {
+	return time.AfterFunc(d, func() {
+		log.Error("shutdown passed its hard deadline (twice server.shutdown_grace, plus the wait for answers and a margin): "+
+			"something did not end (a call, or a file operation on a stalled file system); exiting now, without saving what is left",
+			zap.Duration("deadline", d))
+		_ = log.Sync()
+		exit(1)
+	})
 }
 
 // connGauge tracks the HTTP connections that are serving a request: from
