@@ -363,9 +363,8 @@ stage2=$cache/build/python-$key2
 
 install_outputs() {
 	mkdir -p "$out_dir"
-	cp "$stage2/python.wasm" "$out_dir/python.wasm.tmp" && mv "$out_dir/python.wasm.tmp" "$out_dir/python.wasm"
-	cp "$stage2/python-stdlib.zip" "$out_dir/python-stdlib.zip.tmp" &&
-		mv "$out_dir/python-stdlib.zip.tmp" "$out_dir/python-stdlib.zip"
+	install_file "$stage2/python.wasm" "$out_dir/python.wasm"
+	install_file "$stage2/python-stdlib.zip" "$out_dir/python-stdlib.zip"
 }
 
 have_stage2() { [[ -f $stage2/python.wasm && -f $stage2/python-stdlib.zip ]]; }

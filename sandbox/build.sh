@@ -35,7 +35,7 @@ built=$cache/build/qjs-$key/qjs.wasm
 
 install_output() {
 	mkdir -p "$out_dir"
-	cp "$built" "$out_dir/qjs.wasm.tmp" && mv "$out_dir/qjs.wasm.tmp" "$out_dir/qjs.wasm"
+	install_file "$built" "$out_dir/qjs.wasm"
 }
 
 if [[ ! -f $built ]]; then
@@ -101,6 +101,6 @@ with_heartbeat "compiling quickjs" wait_all || die "compile failed"
 	-o "$work/qjs.wasm" "${objs[@]}" || die "link failed"
 
 mkdir -p "$(dirname "$built")"
-cp "$work/qjs.wasm" "$built.tmp" && mv "$built.tmp" "$built"
+install_file "$work/qjs.wasm" "$built"
 install_output
 say "built qjs.wasm ($(stat -c %s "$built") bytes, cache $key) in $(elapsed "$start")"
