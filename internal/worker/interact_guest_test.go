@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The guests' show(), input() and prompt() (sandbox/ABI.md, execd.show and
@@ -215,6 +216,29 @@ func TestWaitingForInputIsNotRunTime(t *testing.T) {
 		}
 		if r.Duration >= src.delay {
 			t.Errorf("%s: Duration %s counts the wait of %s", lang, r.Duration, src.delay)
+		}
+	}
+}
+
+// A prompt or a progress message longer than the host reads is cut at a
+// character boundary by both guests, so the host gets valid UTF-8.
+func TestLongTextIsCutAtACharacter(t *testing.T) {
+	t.Parallel()
+	for lang, code := range map[string]string{
+		"javascript": `const s = "x".repeat(16383) + "é"; progress(1, "y".repeat(4095) + "é"); prompt(s)`,
+		"python":     "from execd import progress\nprogress(1, 'y' * 4095 + 'é')\ninput('x' * 16383 + 'é')",
+	} {
+		w := imageWorker(t, lang)
+		src := &script{answers: []InputAnswer{ok("fine")}}
+		rec := &progressRec{}
+		if r := w.Run(context.Background(), code, RunOptions{Input: src, Sink: rec}); r.Status != StatusOK {
+			t.Fatalf("%s: %s", lang, describe(r))
+		}
+		if len(src.prompts) != 1 || src.prompts[0] != strings.Repeat("x", 16383) {
+			t.Errorf("%s: the prompt is %d bytes, valid UTF-8 %v", lang, len(src.prompts[0]), utf8.ValidString(src.prompts[0]))
+		}
+		if len(rec.calls) != 1 || rec.calls[0] != "1 0 "+strings.Repeat("y", 4095) {
+			t.Errorf("%s: the progress message is %q", lang, rec.calls)
 		}
 	}
 }
