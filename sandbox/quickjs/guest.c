@@ -231,8 +231,63 @@ static JSValue js_progress(JSContext *c, JSValueConst this_val, int argc, JSValu
 
 /* ---- fs: synchronous file access under the preopened /workspace ---------- */
 
+/* The working directory, set by execd_init: a relative path (in fs, show(),
+   a cell's import()) names a file under it, as in the Python guest. It is
+   also the one directory the worker mounts (sandbox/ABI.md). */
+#define WORKSPACE "/workspace"
+
+/* normalize_path: "." and ".." segments and repeated slashes of the
+   absolute path p resolved in place (".." stops at the root). */
+static void normalize_path(char *p)
+{
+    char *out = p, *in = p;
+    while (*in) {
+        char *seg;
+        size_t len;
+        while (*in == '/')
+            in++;
+        seg = in;
+        while (*in && *in != '/')
+            in++;
+        len = (size_t)(in - seg);
+        if (len == 0 || (len == 1 && seg[0] == '.'))
+            continue;
+        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (out > p && *--out != '/')
+                ;
+            continue;
+        }
+        *out++ = '/';
+        memmove(out, seg, len);
+        out += len;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = 0;
+}
+
+/* outside_workspace(path): path, taken from the working directory and with
+   its "." and ".." resolved, names neither WORKSPACE nor a file under it. */
+static int outside_workspace(const char *path)
+{
+    char abs[1024];
+    size_t root = strlen(WORKSPACE);
+    int n = path[0] == '/' ? snprintf(abs, sizeof(abs), "%s", path)
+                           : snprintf(abs, sizeof(abs), WORKSPACE "/%s", path);
+    if (n < 0 || (size_t)n >= sizeof(abs))
+        return 0;
+    normalize_path(abs);
+    return strncmp(abs, WORKSPACE, root) != 0 || (abs[root] != 0 && abs[root] != '/');
+}
+
+/* throw_errno: the TypeError for op on path failing with errno. For a path
+   outside the workspace wasi-libc and the host say "Capabilities
+   insufficient" or "Operation not permitted": the message says what that
+   means here instead. */
 static JSValue throw_errno(JSContext *c, const char *op, const char *path)
 {
+    if (outside_workspace(path))
+        return JS_ThrowTypeError(c, "%s '%s': outside " WORKSPACE ", the only directory the sandbox sees", op, path);
     return JS_ThrowTypeError(c, "%s '%s': %s", op, path, strerror(errno));
 }
 
@@ -713,45 +768,14 @@ static const JSCFunctionListEntry web_natives[] = {
 /* ---- ES modules: files under /workspace ------------------------------------
  * import() (and the static imports of a cell, which the cell rewrite of
  * bootstrap.js turns into import()) resolve a specifier against the
- * importing module's path, or /workspace for a cell: "./x.mjs", "../x.mjs"
+ * importing module's path, or the working directory (WORKSPACE) for a
+ * cell: "./x.mjs", "../x.mjs"
  * and "/workspace/x.mjs" name files; anything else (npm packages, node:
  * built-ins) is not there. A query or fragment ("./x.mjs?v=2") is part of
  * the module's identity, not of its path: QuickJS keeps every module it
  * loaded for the interpreter's life, so a changed file is loaded again
  * under a new query. A .json file is a module whose default export is its
  * parsed content. */
-
-#define MODULE_ROOT "/workspace"
-
-/* normalize_path: "." and ".." segments and repeated slashes of the
-   absolute path p resolved in place (".." stops at the root). */
-static void normalize_path(char *p)
-{
-    char *out = p, *in = p;
-    while (*in) {
-        char *seg;
-        size_t len;
-        while (*in == '/')
-            in++;
-        seg = in;
-        while (*in && *in != '/')
-            in++;
-        len = (size_t)(in - seg);
-        if (len == 0 || (len == 1 && seg[0] == '.'))
-            continue;
-        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
-            while (out > p && *--out != '/')
-                ;
-            continue;
-        }
-        *out++ = '/';
-        memmove(out, seg, len);
-        out += len;
-    }
-    if (out == p)
-        *out++ = '/';
-    *out = 0;
-}
 
 static char *module_normalize(JSContext *c, const char *base, const char *name, void *opaque)
 {
@@ -776,8 +800,8 @@ static char *module_normalize(JSContext *c, const char *base, const char *name, 
             ;
         blen = (size_t)(slash - base);
     } else { /* a cell */
-        base = MODULE_ROOT;
-        blen = strlen(MODULE_ROOT);
+        base = WORKSPACE;
+        blen = strlen(WORKSPACE);
     }
     r = js_malloc(c, blen + nlen + 2);
     if (!r)
@@ -812,7 +836,7 @@ static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)
     if (name[0] != '/') {
         throw_module_error(c, "Cannot find package '%s'%s", name,
             ": this sandbox has no npm packages or Node built-in modules; import files under "
-            MODULE_ROOT " by path (\"./lib.mjs\")");
+            WORKSPACE " by path (\"./lib.mjs\")");
         return NULL;
     }
     plen = strcspn(name, "?#");
@@ -1092,6 +1116,11 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
         return -5;
     if (setup_globals())
         return -4;
+    /* Every instance mounts WORKSPACE (an empty, read-only one when the
+       worker has none), so this holds; the cwd is in linear memory, and so
+       in every image made from this instance. */
+    if (chdir(WORKSPACE) != 0)
+        return -6;
     return 0;
 }
 
