@@ -242,3 +242,32 @@ func TestLongTextIsCutAtACharacter(t *testing.T) {
 		}
 	}
 }
+
+// An answer arrives whole however long, up to limits.max_input_answer_bytes
+// (4 MiB by default); a longer one is refused with an error that names the
+// key, never cut.
+func TestLongInputAnswers(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("0123456789", 350_000) + "é€" // 3.5 MB, past the guests' first buffer
+	tooLong := strings.Repeat("x", defaultMaxInputAnswer+1)
+	for _, c := range []struct {
+		lang, code, want string
+	}{
+		{"javascript", `const a = prompt("paste"); a.length + " " + a.slice(-4)`, `"3500002 89é€"`},
+		{"python", `a = input("paste"); f"{len(a)} {a[-4:]}"`, `'3500002 89é€'`},
+	} {
+		w := imageWorker(t, c.lang)
+		r := w.Run(context.Background(), c.code, RunOptions{Input: &script{answers: []InputAnswer{ok(long)}}})
+		if r.Status != StatusOK || value(r) != c.want {
+			t.Errorf("%s: a 3.5 MB answer: %s; want %s", c.lang, describe(r), c.want)
+		}
+		r = w.Run(context.Background(), c.code, RunOptions{Input: &script{answers: []InputAnswer{ok(tooLong)}}})
+		want := map[string]string{"javascript": "RangeError", "python": "ValueError"}[c.lang]
+		if r.Status != StatusError || r.Error.Type != want || !strings.Contains(r.Error.Message, "limits.max_input_answer_bytes") {
+			t.Errorf("%s: an answer over the limit: %s; want a %s naming the key", c.lang, describe(r), want)
+		}
+		if r := mustRun(t, w, "1 + 1", StatusOK); value(r) != "2" {
+			t.Errorf("%s: after a refused answer: %s", c.lang, describe(r))
+		}
+	}
+}

@@ -102,18 +102,22 @@ func TestInputAnswersTheGuest(t *testing.T) {
 	mod := w.inst.mod
 	prompt := guestBytes(t, w, []byte("Your name? "))
 	buf := guestBytes(t, w, make([]byte, 8))
+	read := func(n int32) string {
+		b, _ := mod.Memory().Read(buf, uint32(n))
+		return string(b)
+	}
+	var st *runState
 	ask := func(in InputSource, stopped bool) (int32, string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		if stopped {
 			cancel()
 		}
 		defer cancel()
-		st := &runState{input: in, stopCtx: ctx}
+		st = &runState{input: in, stopCtx: ctx, maxInputAnswer: 12}
 		n := st.ask(mod, prompt, 11, buf, 8)
 		got := ""
-		if n > 0 {
-			b, _ := mod.Memory().Read(buf, uint32(n))
-			got = string(b)
+		if n > 0 && n <= 8 {
+			got = read(n)
 		}
 		return n, got
 	}
@@ -121,12 +125,31 @@ func TestInputAnswersTheGuest(t *testing.T) {
 	if n, got := ask(src, false); n != 3 || got != "Ada" || src.prompt != "Your name? " {
 		t.Errorf("an answer: %d %q (prompt %q)", n, got, src.prompt)
 	}
-	// Cut to the 8-byte buffer, at a character boundary ("ë" is 2 bytes).
-	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false); n != 8 || got != "Zoëëë" {
-		t.Errorf("a long answer: %d %q", n, got)
+	if n := st.takeAnswer(mod, buf, 8); n != noAnswerHeld {
+		t.Errorf("an answer that fitted is held too: %d", n)
 	}
-	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoë Zoë"}}, false); n != 7 || got != "Zoë Zo" {
-		t.Errorf("an answer cut inside a character: %d %q", n, got)
+	// An answer longer than the buffer is held, whole, for input_answer.
+	if n, _ := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false); n != 12 {
+		t.Errorf("an answer longer than the buffer: %d", n)
+	}
+	if n := st.takeAnswer(mod, buf, 8); n != 12 {
+		t.Errorf("input_answer with a short buffer: %d; want the length", n)
+	}
+	if n := st.takeAnswer(mod, buf, 12); n != 12 || read(n) != "Zoëëëëë" {
+		t.Errorf("input_answer: %d %q", n, read(n))
+	}
+	if n := st.takeAnswer(mod, buf, 12); n != noAnswerHeld {
+		t.Errorf("input_answer twice: %d", n)
+	}
+	// The next question forgets an answer not taken.
+	ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false)
+	st.input, st.stopCtx = &answerWith{ans: InputAnswer{Status: InputEOF}}, context.Background()
+	if n := st.ask(mod, prompt, 11, buf, 8); n != inputEOF || st.takeAnswer(mod, buf, 12) != noAnswerHeld {
+		t.Errorf("an answer held across questions: %d", n)
+	}
+	// One byte over the limit is refused, not cut.
+	if n, _ := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë!"}}, false); n != inputTooLong || st.takeAnswer(mod, buf, 16) != noAnswerHeld {
+		t.Errorf("an answer over the limit: %d", n)
 	}
 	for _, c := range []struct {
 		in      InputSource

@@ -24,6 +24,7 @@ IMPORT("progress") void host_progress(double done, double total, const char *msg
 IMPORT("interrupted") int32_t host_interrupted(void);
 IMPORT("show") int32_t host_show(const void *data, uint32_t len);
 IMPORT("input") int32_t host_input(const char *prompt, uint32_t prompt_len, char *buf, uint32_t cap);
+IMPORT("input_answer") int32_t host_input_answer(char *buf, uint32_t cap);
 IMPORT("net_start") int32_t host_net_start(const char *head, uint32_t head_len, const void *body, uint32_t body_len);
 IMPORT("net_wait") int32_t host_net_wait(int32_t id, double timeout_ms);
 IMPORT("net_head") int32_t host_net_head(int32_t id, char *buf, uint32_t cap);
@@ -42,7 +43,12 @@ enum {
     INPUT_NO_CLIENT = -2, /* nobody can be asked */
     INPUT_TIMED_OUT = -3, /* nobody answered within protocol.input_timeout */
     INPUT_STOPPED = -4,   /* the host stops the cell: raise the interrupt */
+    INPUT_TOO_LONG = -5,  /* the answer is over limits.max_input_answer_bytes */
 };
+
+/* The buffer a guest first hands execd.input; a longer answer is fetched
+   with execd.input_answer into one of its length. */
+#define INPUT_FIRST_BUF 4096
 
 /* The most of a progress message and of a prompt the host reads; the
    longest printable value a guest hands back (the host truncates further). */

@@ -417,26 +417,30 @@ static PyObject *m_show(PyObject *self, PyObject *arg)
     }
 }
 
-/* The longest answer input() takes; longer ones are cut. */
-#define INPUT_CAP (64 << 10)
-
 /* _input(prompt): asks the person through the MCP client (sandbox/ABI.md,
-   execd.input) and returns the answer; EOFError when there is none. */
+   execd.input) and returns the answer, whole; EOFError when there is none. */
 static PyObject *m_input(PyObject *self, PyObject *arg)
 {
     Py_ssize_t n;
     const char *prompt;
-    char *buf;
+    char small[INPUT_FIRST_BUF], *buf = small;
     int32_t r;
     PyObject *ret = NULL;
     (void)self;
     prompt = PyUnicode_AsUTF8AndSize(arg, &n);
     if (!prompt)
         return NULL;
-    buf = PyMem_Malloc(INPUT_CAP);
-    if (!buf)
-        return PyErr_NoMemory();
-    r = host_input(prompt, (uint32_t)utf8_cut(prompt, (size_t)n, MAX_PROMPT), buf, INPUT_CAP);
+    r = host_input(prompt, (uint32_t)utf8_cut(prompt, (size_t)n, MAX_PROMPT), small, sizeof(small));
+    if (r > (int32_t)sizeof(small)) { /* the host holds it */
+        buf = PyMem_Malloc((size_t)r);
+        if (!buf)
+            return PyErr_NoMemory();
+        if (host_input_answer(buf, (uint32_t)r) != r) {
+            PyMem_Free(buf);
+            PyErr_SetString(PyExc_EOFError, "input(): the answer was lost");
+            return NULL;
+        }
+    }
     switch (r) {
     case INPUT_EOF:
         PyErr_SetString(PyExc_EOFError, "EOF when reading a line (the person declined or dismissed the question)");
@@ -446,6 +450,9 @@ static PyObject *m_input(PyObject *self, PyObject *arg)
         break;
     case INPUT_TIMED_OUT:
         PyErr_SetString(PyExc_EOFError, "input(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
+        break;
+    case INPUT_TOO_LONG:
+        PyErr_SetString(PyExc_ValueError, "input(): the answer is longer than execd takes (limits.max_input_answer_bytes)");
         break;
     case INPUT_STOPPED: /* the host stops the cell: its interrupt, as the eval breaker raises it */
         _Py_ExecdCheckInterrupt();
@@ -458,7 +465,8 @@ static PyObject *m_input(PyObject *self, PyObject *arg)
         else
             PyErr_Format(PyExc_EOFError, "input(): no answer (%d)", (int)r);
     }
-    PyMem_Free(buf);
+    if (buf != small)
+        PyMem_Free(buf);
     return ret;
 }
 

@@ -940,16 +940,13 @@ static JSValue js_show(JSContext *c, JSValueConst this_val, int argc, JSValueCon
     }
 }
 
-/* The longest answer prompt() takes; longer ones are cut. */
-#define INPUT_CAP (64 << 10)
-
 /* prompt(message): asks the person through the MCP client (sandbox/ABI.md,
-   execd.input): the answer, or null when they decline or dismiss it. */
+   execd.input): the answer, whole, or null when they decline or dismiss it. */
 static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
 {
-    const char *msg = "";
+    const char *msg = NULL;
     size_t n = 0;
-    char *buf;
+    char small[INPUT_FIRST_BUF], *buf = small;
     int32_t r;
     JSValue ret;
     (void)this_val;
@@ -958,15 +955,18 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
         if (!msg)
             return JS_EXCEPTION;
     }
-    buf = js_malloc(c, INPUT_CAP);
-    if (!buf) {
-        if (argc > 0 && !JS_IsUndefined(argv[0]))
-            JS_FreeCString(c, msg);
-        return JS_EXCEPTION;
-    }
-    r = host_input(msg, (uint32_t)utf8_cut(msg, n, MAX_PROMPT), buf, INPUT_CAP);
-    if (argc > 0 && !JS_IsUndefined(argv[0]))
+    r = host_input(msg ? msg : "", (uint32_t)utf8_cut(msg ? msg : "", n, MAX_PROMPT), small, sizeof(small));
+    if (msg)
         JS_FreeCString(c, msg);
+    if (r > (int32_t)sizeof(small)) { /* the host holds it */
+        buf = js_malloc(c, (size_t)r);
+        if (!buf)
+            return JS_EXCEPTION;
+        if (host_input_answer(buf, (uint32_t)r) != r) {
+            js_free(c, buf);
+            return JS_ThrowInternalError(c, "prompt(): the answer was lost");
+        }
+    }
     if (r >= 0)
         ret = JS_NewStringLen(c, buf, (size_t)r);
     else if (r == INPUT_EOF)
@@ -975,6 +975,8 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
         ret = JS_ThrowInternalError(c, "prompt(): nobody can answer: the MCP client cannot be asked (it declared no elicitation capability)");
     else if (r == INPUT_TIMED_OUT)
         ret = JS_ThrowInternalError(c, "prompt(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
+    else if (r == INPUT_TOO_LONG)
+        ret = JS_ThrowRangeError(c, "prompt(): the answer is longer than execd takes (limits.max_input_answer_bytes)");
     else { /* the host stops the cell: its interrupt, uncatchable */
         JSValue e;
         interrupt_fired = 1;
@@ -982,7 +984,8 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
         JS_SetUncatchableError(c, e, 1);
         ret = JS_Throw(c, e);
     }
-    js_free(c, buf);
+    if (buf != small)
+        js_free(c, buf);
     return ret;
 }
 
