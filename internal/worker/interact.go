@@ -68,16 +68,18 @@ const (
 	inputTooLong  = -5
 	noAnswerHeld  = -1 // execd.input_answer
 
-	showNotImage = -1
-	showTooLarge = -2
-	showTooMany  = -3
+	showNotImage   = -1
+	showTooLarge   = -2
+	showTooMany    = -3
+	showUnreadable = -4 // a signature, but no width and height behind it
 )
 
 // maxPrompt is the most of a prompt the host reads.
 const maxPrompt = 16 << 10
 
 // ImageType recognises PNG, JPEG, GIF and WebP by their magic numbers and
-// returns the media type, or "" for anything else.
+// returns the media type, or "" for anything else. show() also requires
+// the image's header to decode (imageSize).
 func ImageType(b []byte) string {
 	switch {
 	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
@@ -113,6 +115,9 @@ func (st *runState) show(mod api.Module, ptr, n uint32) int32 {
 	mime := ImageType(b)
 	if mime == "" {
 		return showNotImage
+	}
+	if _, _, err := imageSize(mime, b); err != nil {
+		return showUnreadable
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

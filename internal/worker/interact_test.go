@@ -1,7 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,18 +32,29 @@ func guestBytes(t *testing.T, w *Worker, b []byte) uint32 {
 	return uint32(r[0])
 }
 
+// Small images of each type, made by the standard library's encoders (a
+// WebP by hand: see imagesize_test.go).
 var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	jpegBytes = []byte("\xff\xd8\xff\xe0\x00\x10JFIF")
-	gifBytes  = []byte("GIF89a\x01\x00\x01\x00")
-	webpBytes = []byte("RIFF\x24\x00\x00\x00WEBPVP8 ")
+	pngBytes  = encoded(func(w *bytes.Buffer, m image.Image) error { return png.Encode(w, m) })
+	jpegBytes = encoded(func(w *bytes.Buffer, m image.Image) error { return jpeg.Encode(w, m, nil) })
+	gifBytes  = encoded(func(w *bytes.Buffer, m image.Image) error { return gif.Encode(w, m, nil) })
+	webpBytes = webpLossless(3, 2)
 )
+
+func encoded(enc func(*bytes.Buffer, image.Image) error) []byte {
+	var b bytes.Buffer
+	if err := enc(&b, image.NewRGBA(image.Rect(0, 0, 3, 2))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
 
 func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 	t.Parallel()
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	mustRun(t, w, "1", StatusOK)
-	st := &runState{maxImageBytes: 16, maxImages: 4}
+	const limit = 1024
+	st := &runState{maxImageBytes: limit, maxImages: 4}
 	mod := w.inst.mod
 	for _, c := range []struct {
 		data []byte
@@ -49,7 +65,13 @@ func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 		{jpegBytes, 0, "image/jpeg"},
 		{[]byte("<svg xmlns='x'/>"), showNotImage, ""},
 		{[]byte("GIF87"), showNotImage, ""},
-		{append(append([]byte(nil), pngBytes...), make([]byte, 16)...), showTooLarge, ""},
+		{append(append([]byte(nil), pngBytes...), make([]byte, limit-len(pngBytes)+1)...), showTooLarge, ""},
+		// A signature with no image behind it.
+		{[]byte("\x89PNG\r\n\x1a\n<script>alert(1)</script>"), showUnreadable, "image/png"},
+		{pngBytes[:20], showUnreadable, "image/png"},
+		{[]byte("\xff\xd8\xff<script>"), showUnreadable, "image/jpeg"},
+		{[]byte("GIF89a"), showUnreadable, "image/gif"},
+		{[]byte("RIFF\x24\x00\x00\x00WEBPVP8 <script>"), showUnreadable, "image/webp"},
 		{gifBytes, 0, "image/gif"},
 		{webpBytes, 0, "image/webp"},
 		{pngBytes, showTooMany, ""},
@@ -67,7 +89,7 @@ func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 	}
 	// What was kept is a copy: the guest's memory may change.
 	ptr := guestBytes(t, w, pngBytes)
-	st2 := &runState{maxImageBytes: 16, maxImages: 4}
+	st2 := &runState{maxImageBytes: limit, maxImages: 4}
 	st2.show(mod, ptr, uint32(len(pngBytes)))
 	mod.Memory().Write(ptr, []byte("XXXX"))
 	if string(st2.images[0].Data) != string(pngBytes) {

@@ -34,10 +34,14 @@ IMPORT("net_env") int32_t host_net_env(char *buf, uint32_t cap);
 
 /* What show and input answer besides success (sandbox/ABI.md). */
 enum {
-    SHOW_NOT_IMAGE = -1, /* not PNG, JPEG, GIF or WebP */
-    SHOW_TOO_LARGE = -2, /* over limits.max_image_bytes */
-    SHOW_TOO_MANY = -3,  /* the cell already showed limits.max_images */
+    SHOW_NOT_IMAGE = -1,  /* not PNG, JPEG, GIF or WebP */
+    SHOW_TOO_LARGE = -2,  /* over limits.max_image_bytes */
+    SHOW_TOO_MANY = -3,   /* the cell already showed limits.max_images */
+    SHOW_UNREADABLE = -4, /* one of their signatures, but its header does not decode */
 };
+/* Both guests' words for SHOW_UNREADABLE. */
+#define SHOW_UNREADABLE_WHY \
+    "it starts like PNG, JPEG, GIF or WebP but its header does not decode to a width and height (a damaged or cut file?)"
 enum {
     INPUT_EOF = -1,       /* the person declined or dismissed the question */
     INPUT_NO_CLIENT = -2, /* nobody can be asked */

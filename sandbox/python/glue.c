@@ -408,6 +408,9 @@ static PyObject *m_show(PyObject *self, PyObject *arg)
     case SHOW_NOT_IMAGE:
         PyErr_SetString(PyExc_ValueError, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
         return NULL;
+    case SHOW_UNREADABLE:
+        PyErr_SetString(PyExc_ValueError, "show(): not an image: " SHOW_UNREADABLE_WHY);
+        return NULL;
     case SHOW_TOO_LARGE:
         PyErr_SetString(PyExc_ValueError, "show(): the image is larger than execd allows (limits.max_image_bytes)");
         return NULL;

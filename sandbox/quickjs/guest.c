@@ -933,6 +933,8 @@ static JSValue js_show(JSContext *c, JSValueConst this_val, int argc, JSValueCon
         return JS_UNDEFINED;
     case SHOW_NOT_IMAGE:
         return JS_ThrowTypeError(c, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
+    case SHOW_UNREADABLE:
+        return JS_ThrowTypeError(c, "show(): not an image: " SHOW_UNREADABLE_WHY);
     case SHOW_TOO_LARGE:
         return JS_ThrowRangeError(c, "show(): the image is larger than execd allows (limits.max_image_bytes)");
     default:
