@@ -14,9 +14,10 @@
 # Inputs: CPython from Debian's python3.11 source package, zlib, bzip2 and
 # SQLite from Debian's zlib, bzip2 and sqlite3 source packages (upstream
 # versions pinned below, any Debian revision, orig tarballs checked against
-# their sha256), our patch and glue in sandbox/python/, Debian's clang-14 +
-# lld-14 + wasi-libc, the machine's python3.11 as the build Python and tcl
-# for SQLite's amalgamation.
+# their sha256), our patch and glue in sandbox/python/, the header both
+# guests share in sandbox/abi/, Debian's clang-14 + lld-14 + wasi-libc, the
+# machine's python3.11 as the build Python and tcl for SQLite's
+# amalgamation.
 #
 # Two cached stages under ${EXECD_CACHE:-$HOME/.cache/execd}/build:
 #   cpython-<key>   zlib + bzip2 + SQLite + configure + make of libpython3.11.a
@@ -25,7 +26,8 @@
 #   kit-<key>       the kit's packages unpacked and compiled (seconds);
 #                   keyed by its pins and recipe
 #   python-<key>    glue + link + the zip of stdlib and kit (seconds); keyed
-#                   by the above and every file in sandbox/python/
+#                   by the above and every file in sandbox/python/ and
+#                   sandbox/abi/ (the header both guests share)
 # so changing the glue never rebuilds CPython. Each stage appears complete
 # or not at all: stage 1 by a marker written last, stage 2 by renaming the
 # directory it was built in.
@@ -214,7 +216,7 @@ link_guest() {
 	$WASI_CC -O2 -g0 -DNDEBUG -DSTACK_SIZE=$STACK_SIZE \
 		-fmacro-prefix-map="$src"=cpython -fmacro-prefix-map="$here"=sandbox \
 		-mmutable-globals -Wall -Wextra -Wno-unused-parameter \
-		-Wno-missing-field-initializers -I"$src" -I"$src/Include" -I"$sqlite/include" -I"$work" \
+		-Wno-missing-field-initializers -I"$src" -I"$src/Include" -I"$sqlite/include" -I"$here/abi" -I"$work" \
 		-c "$here/python/glue.c" -o "$work/glue.o" || die "glue.c does not compile"
 	# Link with what the Makefile links python.wasm with (libmpdec, expat,
 	# zlib, the WASI emulations, libm), paths relative to the tree.
@@ -355,7 +357,7 @@ keykit=$({
 key2=$({
 	echo "$key1 $keykit $STACK_SIZE"
 	declare -f link_guest package_files
-	for f in "$here"/python/*; do printf '%s\n' "${f##*/}"; cat "$f"; done
+	for f in "$here"/python/* "$here"/abi/*; do printf '%s\n' "${f#"$here"/}"; cat "$f"; done
 } | sha256sum | cut -c1-16)
 stage1=$cache/build/cpython-$key1
 stagekit=$cache/build/kit-$keykit
@@ -363,9 +365,8 @@ stage2=$cache/build/python-$key2
 
 install_outputs() {
 	mkdir -p "$out_dir"
-	cp "$stage2/python.wasm" "$out_dir/python.wasm.tmp" && mv "$out_dir/python.wasm.tmp" "$out_dir/python.wasm"
-	cp "$stage2/python-stdlib.zip" "$out_dir/python-stdlib.zip.tmp" &&
-		mv "$out_dir/python-stdlib.zip.tmp" "$out_dir/python-stdlib.zip"
+	install_file "$stage2/python.wasm" "$out_dir/python.wasm"
+	install_file "$stage2/python-stdlib.zip" "$out_dir/python-stdlib.zip"
 }
 
 have_stage2() { [[ -f $stage2/python.wasm && -f $stage2/python-stdlib.zip ]]; }

@@ -7,7 +7,8 @@
 #
 # Inputs: QuickJS source from Debian's source package (upstream pinned below,
 # any Debian revision, orig tarball checked against its sha256), our guest C
-# and patch in sandbox/quickjs/, Debian's clang-14 + lld-14 + wasi-libc.
+# and patch in sandbox/quickjs/, the header both guests share in
+# sandbox/abi/, Debian's clang-14 + lld-14 + wasi-libc.
 # Output is cached under ${EXECD_CACHE:-$HOME/.cache/execd}, keyed by a hash
 # of every input, so a second run only copies the file.
 set -euo pipefail
@@ -28,14 +29,14 @@ start=$SECONDS
 # Everything that shapes the output goes into the key.
 key=$({
 	cat "$here/build.sh"
-	for f in "$here"/quickjs/*; do printf '%s\n' "${f##*/}"; cat "$f"; done
+	for f in "$here"/quickjs/* "$here"/abi/*; do printf '%s\n' "${f#"$here"/}"; cat "$f"; done
 	echo "$QUICKJS_UPSTREAM $QUICKJS_ORIG_SHA256 $STACK_SIZE"
 } | sha256sum | cut -c1-16)
 built=$cache/build/qjs-$key/qjs.wasm
 
 install_output() {
 	mkdir -p "$out_dir"
-	cp "$built" "$out_dir/qjs.wasm.tmp" && mv "$out_dir/qjs.wasm.tmp" "$out_dir/qjs.wasm"
+	install_file "$built" "$out_dir/qjs.wasm"
 }
 
 if [[ ! -f $built ]]; then
@@ -84,7 +85,7 @@ for f in quickjs libregexp libunicode cutils dtoa; do
 	"${CC[@]}" "${CFLAGS[@]}" -w -c "$qjs/$f.c" -o "$work/$f.o" &
 	pids+=($!) objs+=("$work/$f.o")
 done
-"${CC[@]}" "${CFLAGS[@]}" -Wall -Wextra -Wno-unused-parameter -I"$qjs" -I"$work" \
+"${CC[@]}" "${CFLAGS[@]}" -Wall -Wextra -Wno-unused-parameter -I"$qjs" -I"$here/abi" -I"$work" \
 	-c "$here/quickjs/guest.c" -o "$work/guest.o" &
 pids+=($!) objs+=("$work/guest.o")
 wait_all() {
@@ -101,6 +102,6 @@ with_heartbeat "compiling quickjs" wait_all || die "compile failed"
 	-o "$work/qjs.wasm" "${objs[@]}" || die "link failed"
 
 mkdir -p "$(dirname "$built")"
-cp "$work/qjs.wasm" "$built.tmp" && mv "$built.tmp" "$built"
+install_file "$work/qjs.wasm" "$built"
 install_output
 say "built qjs.wasm ($(stat -c %s "$built") bytes, cache $key) in $(elapsed "$start")"

@@ -17,6 +17,22 @@ elapsed() {
 	if ((s >= 60)); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi
 }
 
+# install_file SRC DST: copies SRC to DST, with SRC's mode, by way of a
+# temporary file beside DST renamed over it: a reader never sees half a
+# file, and two builds installing at once (two `make build` in one
+# checkout) each rename their own copy instead of racing for one name.
+install_file() {
+	local src=$1 dst=$2 tmp base
+	base=${dst##*/}
+	# The temporary name keeps DST's extension: it stays ignored by git
+	# (sandbox/guests/*.wasm) and, with its leading dot, out of go:embed.
+	tmp=$(mktemp --suffix=".${base##*.}" "${dst%/*}/.${base%.*}.XXXXXX") || die "cannot create a temporary file beside $dst"
+	if ! { cp "$src" "$tmp" && chmod --reference="$src" "$tmp" && mv -f "$tmp" "$dst"; }; then
+		rm -f "$tmp"
+		die "cannot install $dst"
+	fi
+}
+
 # ---- Debian packages -------------------------------------------------------
 
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }

@@ -122,17 +122,18 @@ func run() int {
 		workerObs = obs.metrics
 	}
 	engine, err = worker.NewEngine(ctx, worker.Config{
-		CacheDir:          cfg.Sandbox.CacheDir,
-		MemoryLimitMiB:    cfg.Limits.MaxMemoryMiB,
-		TotalMemoryMiB:    cfg.Limits.MaxTotalMemoryMiB,
-		MaxOutputBytes:    cfg.Limits.MaxOutputBytes,
-		MaxImageBytes:     cfg.Limits.MaxImageBytes,
-		MaxImages:         cfg.Limits.MaxImages,
-		StrictTermination: cfg.Sandbox.StrictTermination,
-		InterruptGrace:    cfg.Sandbox.InterruptGrace.Duration,
-		PythonPreload:     cfg.Sandbox.PythonPreload,
-		SpareInstances:    cfg.Sandbox.SpareInstances,
-		Observer:          workerObs,
+		CacheDir:            cfg.Sandbox.CacheDir,
+		MemoryLimitMiB:      cfg.Limits.MaxMemoryMiB,
+		TotalMemoryMiB:      cfg.Limits.MaxTotalMemoryMiB,
+		MaxOutputBytes:      cfg.Limits.MaxOutputBytes,
+		MaxImageBytes:       cfg.Limits.MaxImageBytes,
+		MaxImages:           cfg.Limits.MaxImages,
+		MaxInputAnswerBytes: cfg.Limits.MaxInputAnswerBytes,
+		StrictTermination:   cfg.Sandbox.StrictTermination,
+		InterruptGrace:      cfg.Sandbox.InterruptGrace.Duration,
+		PythonPreload:       cfg.Sandbox.PythonPreload,
+		SpareInstances:      cfg.Sandbox.SpareInstances,
+		Observer:            workerObs,
 	}, log.Named("worker"))
 	if err != nil {
 		log.Error("sandbox engine", zap.Error(err))

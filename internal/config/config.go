@@ -79,6 +79,7 @@ type Limits struct {
 	MaxRunsPerPrincipal int `toml:"max_runs_per_principal"`
 	MaxImageBytes       int `toml:"max_image_bytes"`
 	MaxImages           int `toml:"max_images"`
+	MaxInputAnswerBytes int `toml:"max_input_answer_bytes"`
 }
 
 // Workspace configures the workspace registry.
@@ -179,11 +180,12 @@ func Default() Config {
 			InputTimeout:      Duration{5 * time.Minute},
 		},
 		Limits: Limits{
-			MaxOutputBytes:    64 << 10,
-			MaxMemoryMiB:      256,
-			MaxConcurrentRuns: runtime.NumCPU(),
-			MaxImageBytes:     2 << 20,
-			MaxImages:         8,
+			MaxOutputBytes:      64 << 10,
+			MaxMemoryMiB:        256,
+			MaxConcurrentRuns:   runtime.NumCPU(),
+			MaxImageBytes:       2 << 20,
+			MaxImages:           8,
+			MaxInputAnswerBytes: 4 << 20,
 		},
 		Workspace: Workspace{
 			DataDir:        defaultStateDir(),
@@ -325,6 +327,9 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Limits.MaxImages; n < 1 || n > 100 {
 		bad("limits.max_images", "must be between 1 and 100, got %d", n)
+	}
+	if n := c.Limits.MaxInputAnswerBytes; n < 1024 || n > 64<<20 {
+		bad("limits.max_input_answer_bytes", "must be between 1024 and 67108864 (64 MiB), got %d", n)
 	}
 	if c.Limits.MaxOutputBytes < 1024 {
 		bad("limits.max_output_bytes", "must be at least 1024, got %d", c.Limits.MaxOutputBytes)

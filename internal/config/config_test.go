@@ -54,6 +54,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[protocol]\ninput_timeout = \"0s\"", "protocol.input_timeout"},
 		{"[limits]\nmax_image_bytes = 10", "limits.max_image_bytes"},
 		{"[limits]\nmax_images = 0", "limits.max_images"},
+		{"[limits]\nmax_input_answer_bytes = 100", "limits.max_input_answer_bytes"},
+		{"[limits]\nmax_input_answer_bytes = 100000000", "limits.max_input_answer_bytes"},
 		{"[log]\nlevel = \"loud\"", "log.level"},
 		{"[log]\nformat = \"xml\"", "log.format"},
 		{"[workspace]\nmax_workspaces = 0", "workspace.max_workspaces"},

@@ -49,11 +49,15 @@ type runState struct {
 	yielded   time.Duration // when the call last yielded, since yieldClock (its own goroutine only)
 
 	// input() (interact.go): the source, a context that ends when the
-	// run is asked to stop, the run's timer, the time spent waiting.
-	input   InputSource
-	stopCtx context.Context
-	timer   *runTimer
-	waited  time.Duration // the guest's goroutine only
+	// run is asked to stop, the run's timer, the time spent waiting, the
+	// longest answer taken and the answer held for execd.input_answer
+	// (the last three: the guest's goroutine only).
+	input          InputSource
+	stopCtx        context.Context
+	timer          *runTimer
+	waited         time.Duration
+	maxInputAnswer int
+	answer         *string
 
 	// show() (interact.go): the images kept, within the engine's limits.
 	maxImageBytes, maxImages int
@@ -77,7 +81,7 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // instantiateHost defines module "execd": progress, interrupted, show,
-// input and the network's net_* (network.go).
+// input, input_answer and the network's net_* (network.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -96,6 +100,10 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostInput), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("prompt_ptr", "prompt_len", "buf_ptr", "buf_cap").
 		Export("input").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostInputAnswer), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("buf_ptr", "buf_cap").
+		Export("input_answer").
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(hostNetStart), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("head_ptr", "head_len", "body_ptr", "body_len").

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"runtime"
 	"sync"
@@ -53,6 +54,9 @@ type Config struct {
 	MaxImageBytes int
 	// MaxImages caps the images one run shows; 0 means 8.
 	MaxImages int
+	// MaxInputAnswerBytes caps an answer to input() (interact.go): a
+	// longer one is refused, never cut; 0 means 4 MiB.
+	MaxInputAnswerBytes int
 	// PythonPreload lists the modules imported into Python's base image,
 	// so that every new Python worker starts with them loaded (not bound
 	// to names: the code still says `import json`). nil or empty: none.
@@ -74,6 +78,7 @@ const (
 	defaultGrace          = 2 * time.Second
 	defaultMaxImageBytes  = 2 << 20
 	defaultMaxImages      = 8
+	defaultMaxInputAnswer = 4 << 20
 )
 
 // pythonModule is a dotted module name, the only text PythonPreload may
@@ -107,6 +112,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxImageBytes < 0 || c.MaxImages < 0 {
 		return c, fmt.Errorf("image limits %d bytes, %d images: must not be negative", c.MaxImageBytes, c.MaxImages)
+	}
+	if c.MaxInputAnswerBytes == 0 {
+		c.MaxInputAnswerBytes = defaultMaxInputAnswer
+	}
+	if c.MaxInputAnswerBytes < 0 || c.MaxInputAnswerBytes > math.MaxInt32 {
+		return c, fmt.Errorf("max input answer bytes %d: must be between 0 and %d", c.MaxInputAnswerBytes, math.MaxInt32)
 	}
 	if c.SpareInstances < 0 {
 		return c, fmt.Errorf("spare instances %d: must not be negative", c.SpareInstances)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -66,17 +65,21 @@ const (
 	inputNoClient = -2
 	inputTimedOut = -3
 	inputStopped  = -4
+	inputTooLong  = -5
+	noAnswerHeld  = -1 // execd.input_answer
 
-	showNotImage = -1
-	showTooLarge = -2
-	showTooMany  = -3
+	showNotImage   = -1
+	showTooLarge   = -2
+	showTooMany    = -3
+	showUnreadable = -4 // a signature, but no width and height behind it
 )
 
 // maxPrompt is the most of a prompt the host reads.
 const maxPrompt = 16 << 10
 
 // ImageType recognises PNG, JPEG, GIF and WebP by their magic numbers and
-// returns the media type, or "" for anything else.
+// returns the media type, or "" for anything else. show() also requires
+// the image's header to decode (imageSize).
 func ImageType(b []byte) string {
 	switch {
 	case len(b) >= 8 && string(b[:8]) == "\x89PNG\r\n\x1a\n":
@@ -113,6 +116,9 @@ func (st *runState) show(mod api.Module, ptr, n uint32) int32 {
 	if mime == "" {
 		return showNotImage
 	}
+	if _, _, err := imageSize(mime, b); err != nil {
+		return showUnreadable
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if len(st.images) >= st.maxImages {
@@ -123,9 +129,12 @@ func (st *runState) show(mod api.Module, ptr, n uint32) int32 {
 }
 
 // hostInput asks the run's InputSource for a line:
-// (prompt_ptr, prompt_len, buf_ptr, buf_cap) -> i32, the bytes written to
-// buf (the answer cut at a character boundary to fit) or a negative code.
-// The run's timer stops while it waits.
+// (prompt_ptr, prompt_len, buf_ptr, buf_cap) -> i32, the length of the
+// answer, written to buf when it fits and otherwise held for
+// hostInputAnswer, or a negative code. An answer is never cut: one longer
+// than Config.MaxInputAnswerBytes is refused (inputTooLong), and the guest
+// raises an error that names limits.max_input_answer_bytes. The run's
+// timer stops while it waits.
 func hostInput(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateOf(ctx)
 	stack[0] = api.EncodeI32(st.ask(mod, uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])))
@@ -135,6 +144,7 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	if st == nil || st.finished.Load() || st.interrupt.Load() {
 		return inputStopped
 	}
+	st.answer = nil
 	if st.input == nil {
 		return inputNoClient
 	}
@@ -160,15 +170,39 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 		return inputNoClient
 	}
 	text := ans.Text
+	if len(text) > st.maxInputAnswer {
+		return inputTooLong
+	}
 	if len(text) > int(bufCap) {
-		text = text[:bufCap]
-		for len(text) > 0 && !utf8.ValidString(text) {
-			text = text[:len(text)-1]
-		}
+		st.answer = &text
+		return int32(len(text))
 	}
 	if !mod.Memory().WriteString(bufPtr, text) {
 		return inputEOF
 	}
+	return int32(len(text))
+}
+
+// hostInputAnswer hands over the answer the last input held because it did
+// not fit the guest's buffer: (buf_ptr, buf_cap) -> i32, its length,
+// written to buf when it fits (and then forgotten), or noAnswerHeld.
+func hostInputAnswer(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateOf(ctx)
+	stack[0] = api.EncodeI32(st.takeAnswer(mod, uint32(stack[0]), uint32(stack[1])))
+}
+
+func (st *runState) takeAnswer(mod api.Module, bufPtr, bufCap uint32) int32 {
+	if st == nil || st.finished.Load() || st.answer == nil {
+		return noAnswerHeld
+	}
+	text := *st.answer
+	if len(text) > int(bufCap) {
+		return int32(len(text))
+	}
+	if !mod.Memory().WriteString(bufPtr, text) {
+		return noAnswerHeld
+	}
+	st.answer = nil
 	return int32(len(text))
 }
 

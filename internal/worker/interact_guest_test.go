@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The guests' show(), input() and prompt() (sandbox/ABI.md, execd.show and
@@ -102,12 +103,15 @@ func TestShowRefusesWithAMessage(t *testing.T) {
 	for _, c := range []struct{ lang, code, want string }{
 		{"javascript", `show("/workspace/notes.txt")`, "TypeError: show(): not an image"},
 		{"javascript", `show(new Uint8Array([1, 2, 3]))`, "TypeError: show(): not an image"},
+		{"javascript", `show(Uint8Array.from("\x89PNG\r\n\x1a\n<script>alert(1)</script>", c => c.charCodeAt(0)))`, "TypeError: show(): not an image: it starts like PNG"},
 		{"javascript", `show(42)`, "TypeError: show() takes a path or the bytes"},
 		{"javascript", `show("/workspace/nope.png")`, "No such file"},
 		{"javascript", jsPixel + `for (let i = 0; i < 9; i++) show(b)`, "RangeError: show(): this result already carries the most images"},
 		{"javascript", `const b = new Uint8Array(3 << 20); b.set([0x89, 0x50, 0x4e, 0x47, 13, 10, 26, 10]); show(b)`, "RangeError: show(): the image is larger than execd allows"},
 		{"python", "from execd import show\nshow('/workspace/notes.txt')", "ValueError: show(): not an image"},
 		{"python", "from execd import show\nshow(42)", "TypeError: show() takes a path"},
+		{"python", "from execd import show\nshow(b'\\x89PNG\\r\\n\\x1a\\n<script>alert(1)</script>')", "ValueError: show(): not an image: it starts like PNG"},
+		{"python", "from execd import show\nopen('cut.png', 'wb').write(open('pixel.png', 'rb').read()[:20])\nshow('cut.png')", "ValueError: show(): not an image: it starts like PNG"},
 		{"python", "from execd import show\nshow('nope.png')", "FileNotFoundError"},
 		{"python", "import base64\nfrom execd import show\nb = base64.b64decode('" + pixelPNG + "')\nfor i in range(9):\n    show(b)", "RuntimeError: show(): this result already carries the most images"},
 		{"python", "from execd import show\nshow(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(3 << 20))", "ValueError: show(): the image is larger than execd allows"},
@@ -215,6 +219,58 @@ func TestWaitingForInputIsNotRunTime(t *testing.T) {
 		}
 		if r.Duration >= src.delay {
 			t.Errorf("%s: Duration %s counts the wait of %s", lang, r.Duration, src.delay)
+		}
+	}
+}
+
+// A prompt or a progress message longer than the host reads is cut at a
+// character boundary by both guests, so the host gets valid UTF-8.
+func TestLongTextIsCutAtACharacter(t *testing.T) {
+	t.Parallel()
+	for lang, code := range map[string]string{
+		"javascript": `const s = "x".repeat(16383) + "é"; progress(1, "y".repeat(4095) + "é"); prompt(s)`,
+		"python":     "from execd import progress\nprogress(1, 'y' * 4095 + 'é')\ninput('x' * 16383 + 'é')",
+	} {
+		w := imageWorker(t, lang)
+		src := &script{answers: []InputAnswer{ok("fine")}}
+		rec := &progressRec{}
+		if r := w.Run(context.Background(), code, RunOptions{Input: src, Sink: rec}); r.Status != StatusOK {
+			t.Fatalf("%s: %s", lang, describe(r))
+		}
+		if len(src.prompts) != 1 || src.prompts[0] != strings.Repeat("x", 16383) {
+			t.Errorf("%s: the prompt is %d bytes, valid UTF-8 %v", lang, len(src.prompts[0]), utf8.ValidString(src.prompts[0]))
+		}
+		if len(rec.calls) != 1 || rec.calls[0] != "1 0 "+strings.Repeat("y", 4095) {
+			t.Errorf("%s: the progress message is %q", lang, rec.calls)
+		}
+	}
+}
+
+// An answer arrives whole however long, up to limits.max_input_answer_bytes
+// (4 MiB by default); a longer one is refused with an error that names the
+// key, never cut.
+func TestLongInputAnswers(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("0123456789", 350_000) + "é€" // 3.5 MB, past the guests' first buffer
+	tooLong := strings.Repeat("x", defaultMaxInputAnswer+1)
+	for _, c := range []struct {
+		lang, code, want string
+	}{
+		{"javascript", `const a = prompt("paste"); a.length + " " + a.slice(-4)`, `"3500002 89é€"`},
+		{"python", `a = input("paste"); f"{len(a)} {a[-4:]}"`, `'3500002 89é€'`},
+	} {
+		w := imageWorker(t, c.lang)
+		r := w.Run(context.Background(), c.code, RunOptions{Input: &script{answers: []InputAnswer{ok(long)}}})
+		if r.Status != StatusOK || value(r) != c.want {
+			t.Errorf("%s: a 3.5 MB answer: %s; want %s", c.lang, describe(r), c.want)
+		}
+		r = w.Run(context.Background(), c.code, RunOptions{Input: &script{answers: []InputAnswer{ok(tooLong)}}})
+		want := map[string]string{"javascript": "RangeError", "python": "ValueError"}[c.lang]
+		if r.Status != StatusError || r.Error.Type != want || !strings.Contains(r.Error.Message, "limits.max_input_answer_bytes") {
+			t.Errorf("%s: an answer over the limit: %s; want a %s naming the key", c.lang, describe(r), want)
+		}
+		if r := mustRun(t, w, "1 + 1", StatusOK); value(r) != "2" {
+			t.Errorf("%s: after a refused answer: %s", c.lang, describe(r))
 		}
 	}
 }

@@ -1,7 +1,12 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,18 +32,29 @@ func guestBytes(t *testing.T, w *Worker, b []byte) uint32 {
 	return uint32(r[0])
 }
 
+// Small images of each type, made by the standard library's encoders (a
+// WebP by hand: see imagesize_test.go).
 var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	jpegBytes = []byte("\xff\xd8\xff\xe0\x00\x10JFIF")
-	gifBytes  = []byte("GIF89a\x01\x00\x01\x00")
-	webpBytes = []byte("RIFF\x24\x00\x00\x00WEBPVP8 ")
+	pngBytes  = encoded(func(w *bytes.Buffer, m image.Image) error { return png.Encode(w, m) })
+	jpegBytes = encoded(func(w *bytes.Buffer, m image.Image) error { return jpeg.Encode(w, m, nil) })
+	gifBytes  = encoded(func(w *bytes.Buffer, m image.Image) error { return gif.Encode(w, m, nil) })
+	webpBytes = webpLossless(3, 2)
 )
+
+func encoded(enc func(*bytes.Buffer, image.Image) error) []byte {
+	var b bytes.Buffer
+	if err := enc(&b, image.NewRGBA(image.Rect(0, 0, 3, 2))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
 
 func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 	t.Parallel()
 	w := newWorker(t, testEngine(t, true), WorkerOptions{})
 	mustRun(t, w, "1", StatusOK)
-	st := &runState{maxImageBytes: 16, maxImages: 4}
+	const limit = 1024
+	st := &runState{maxImageBytes: limit, maxImages: 4}
 	mod := w.inst.mod
 	for _, c := range []struct {
 		data []byte
@@ -49,7 +65,13 @@ func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 		{jpegBytes, 0, "image/jpeg"},
 		{[]byte("<svg xmlns='x'/>"), showNotImage, ""},
 		{[]byte("GIF87"), showNotImage, ""},
-		{append(append([]byte(nil), pngBytes...), make([]byte, 16)...), showTooLarge, ""},
+		{append(append([]byte(nil), pngBytes...), make([]byte, limit-len(pngBytes)+1)...), showTooLarge, ""},
+		// A signature with no image behind it.
+		{[]byte("\x89PNG\r\n\x1a\n<script>alert(1)</script>"), showUnreadable, "image/png"},
+		{pngBytes[:20], showUnreadable, "image/png"},
+		{[]byte("\xff\xd8\xff<script>"), showUnreadable, "image/jpeg"},
+		{[]byte("GIF89a"), showUnreadable, "image/gif"},
+		{[]byte("RIFF\x24\x00\x00\x00WEBPVP8 <script>"), showUnreadable, "image/webp"},
 		{gifBytes, 0, "image/gif"},
 		{webpBytes, 0, "image/webp"},
 		{pngBytes, showTooMany, ""},
@@ -67,7 +89,7 @@ func TestShowKeepsRecognisedImagesWithinTheLimits(t *testing.T) {
 	}
 	// What was kept is a copy: the guest's memory may change.
 	ptr := guestBytes(t, w, pngBytes)
-	st2 := &runState{maxImageBytes: 16, maxImages: 4}
+	st2 := &runState{maxImageBytes: limit, maxImages: 4}
 	st2.show(mod, ptr, uint32(len(pngBytes)))
 	mod.Memory().Write(ptr, []byte("XXXX"))
 	if string(st2.images[0].Data) != string(pngBytes) {
@@ -102,18 +124,22 @@ func TestInputAnswersTheGuest(t *testing.T) {
 	mod := w.inst.mod
 	prompt := guestBytes(t, w, []byte("Your name? "))
 	buf := guestBytes(t, w, make([]byte, 8))
+	read := func(n int32) string {
+		b, _ := mod.Memory().Read(buf, uint32(n))
+		return string(b)
+	}
+	var st *runState
 	ask := func(in InputSource, stopped bool) (int32, string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		if stopped {
 			cancel()
 		}
 		defer cancel()
-		st := &runState{input: in, stopCtx: ctx}
+		st = &runState{input: in, stopCtx: ctx, maxInputAnswer: 12}
 		n := st.ask(mod, prompt, 11, buf, 8)
 		got := ""
-		if n > 0 {
-			b, _ := mod.Memory().Read(buf, uint32(n))
-			got = string(b)
+		if n > 0 && n <= 8 {
+			got = read(n)
 		}
 		return n, got
 	}
@@ -121,12 +147,31 @@ func TestInputAnswersTheGuest(t *testing.T) {
 	if n, got := ask(src, false); n != 3 || got != "Ada" || src.prompt != "Your name? " {
 		t.Errorf("an answer: %d %q (prompt %q)", n, got, src.prompt)
 	}
-	// Cut to the 8-byte buffer, at a character boundary ("ë" is 2 bytes).
-	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false); n != 8 || got != "Zoëëë" {
-		t.Errorf("a long answer: %d %q", n, got)
+	if n := st.takeAnswer(mod, buf, 8); n != noAnswerHeld {
+		t.Errorf("an answer that fitted is held too: %d", n)
 	}
-	if n, got := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoë Zoë"}}, false); n != 7 || got != "Zoë Zo" {
-		t.Errorf("an answer cut inside a character: %d %q", n, got)
+	// An answer longer than the buffer is held, whole, for input_answer.
+	if n, _ := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false); n != 12 {
+		t.Errorf("an answer longer than the buffer: %d", n)
+	}
+	if n := st.takeAnswer(mod, buf, 8); n != 12 {
+		t.Errorf("input_answer with a short buffer: %d; want the length", n)
+	}
+	if n := st.takeAnswer(mod, buf, 12); n != 12 || read(n) != "Zoëëëëë" {
+		t.Errorf("input_answer: %d %q", n, read(n))
+	}
+	if n := st.takeAnswer(mod, buf, 12); n != noAnswerHeld {
+		t.Errorf("input_answer twice: %d", n)
+	}
+	// The next question forgets an answer not taken.
+	ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë"}}, false)
+	st.input, st.stopCtx = &answerWith{ans: InputAnswer{Status: InputEOF}}, context.Background()
+	if n := st.ask(mod, prompt, 11, buf, 8); n != inputEOF || st.takeAnswer(mod, buf, 12) != noAnswerHeld {
+		t.Errorf("an answer held across questions: %d", n)
+	}
+	// One byte over the limit is refused, not cut.
+	if n, _ := ask(&answerWith{ans: InputAnswer{Status: InputOK, Text: "Zoëëëëë!"}}, false); n != inputTooLong || st.takeAnswer(mod, buf, 16) != noAnswerHeld {
+		t.Errorf("an answer over the limit: %d", n)
 	}
 	for _, c := range []struct {
 		in      InputSource

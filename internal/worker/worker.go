@@ -214,7 +214,7 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	stopCtx, stopInput := context.WithCancel(context.Background())
 	defer stopInput()
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
-		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages,
+		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
 		net: newNetState(context.WithoutCancel(ctx), opts.Network)}
 	sp := &stopper{w: w, st: st, stopInput: stopInput}
 	if !w.e.cfg.StrictTermination {

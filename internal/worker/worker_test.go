@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -525,38 +524,6 @@ func TestHostileCode(t *testing.T) {
 				t.Errorf("strict=%v after %s: mark = %s", strict, c.name, value(r))
 			}
 		}
-	}
-}
-
-func TestWorkspaceDir(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("from host"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	w := newWorker(t, testEngine(t, true), WorkerOptions{Dir: dir})
-	r := mustRun(t, w, "fs.writeFile('/workspace/out.txt', 'from guest'); fs.appendFile('/workspace/out.txt', '!'); fs.readFile('/workspace/in.txt')", StatusOK)
-	if value(r) != `"from host"` {
-		t.Errorf("readFile = %s", value(r))
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
-	if err != nil || string(b) != "from guest!" {
-		t.Errorf("out.txt = %q, %v", b, err)
-	}
-	r = mustRun(t, w, "fs.mkdir('/workspace/d'); fs.readdir('/workspace').sort()", StatusOK)
-	if value(r) != `["d", "in.txt", "out.txt"]` {
-		t.Errorf("readdir = %s", value(r))
-	}
-	for _, p := range []string{"/etc/passwd", "/workspace/../../etc/passwd", "/proc/self/environ"} {
-		r = w.Run(context.Background(), "fs.readFile('"+p+"')", RunOptions{})
-		if r.Status != StatusError {
-			t.Errorf("reading %s: %s", p, describe(r))
-		}
-	}
-	// Without a Dir there is no file system at all.
-	w2 := newWorker(t, testEngine(t, true), WorkerOptions{})
-	if r := w2.Run(context.Background(), "fs.writeFile('/workspace/x', 'y')", RunOptions{}); r.Status != StatusError {
-		t.Errorf("write without a workspace dir: %s", describe(r))
 	}
 }
 

@@ -21,14 +21,10 @@
 
 #include "sqlite3.h"
 
-#define EXPORT(name) __attribute__((export_name(name)))
-#define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
-
-/* Host import (module "execd"); "interrupted" is imported by the patched
-   Modules/signalmodule.c, which polls it from the eval breaker. */
-IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
-IMPORT("show") int32_t host_show(const void *data, uint32_t len);
-IMPORT("input") int32_t host_input(const char *prompt, uint32_t prompt_len, char *buf, uint32_t cap);
+/* The imports, execd_alloc and execd_free, the envelope's buffer. The
+   patched Modules/signalmodule.c imports "interrupted" itself and polls it
+   from the eval breaker. */
+#include "execd.h"
 
 /* Defined by cpython-wasi.patch: the host's stop request
    (Modules/signalmodule.c), the stack guard (Python/ceval.c) and the
@@ -68,9 +64,6 @@ extern int _Py_execd_max_recursion_limit;
 #define PYTHON_HOME L"/usr/local"
 #define PYTHON_LIB L"/usr/local/lib/python3.11"
 #define PYTHON_KIT L"/usr/lib/python3/dist-packages"
-
-/* Longest printable value handed back; the host truncates further. */
-#define MAX_VALUE_BYTES (1 << 20)
 
 static PyObject *run_cell;  /* driver.py's run_cell(source) */
 static PyObject *reseed;    /* driver.py's reseed() */
@@ -360,17 +353,6 @@ int clock_nanosleep(clockid_t clock_id, int flags, const struct timespec *req, s
 
 /* ---- the execd module: progress() for the code, hooks for driver.py ----- */
 
-/* Truncates s[0:n] to at most max bytes without splitting a UTF-8 sequence. */
-static Py_ssize_t utf8_cut(const char *s, Py_ssize_t n, Py_ssize_t max)
-{
-    if (n <= max)
-        return n;
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
-}
-
 static PyObject *m_progress(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"done", "total", "message", NULL};
@@ -399,7 +381,7 @@ static PyObject *m_progress(PyObject *self, PyObject *args, PyObject *kw)
             Py_DECREF(s);
             return NULL;
         }
-        n = utf8_cut(msg, n, 4096);
+        n = (Py_ssize_t)utf8_cut(msg, (size_t)n, MAX_PROGRESS_MESSAGE);
     }
     host_progress(done, total, msg, (uint32_t)n);
     Py_XDECREF(s);
@@ -423,10 +405,13 @@ static PyObject *m_show(PyObject *self, PyObject *arg)
     switch (r) {
     case 0:
         Py_RETURN_NONE;
-    case -1:
+    case SHOW_NOT_IMAGE:
         PyErr_SetString(PyExc_ValueError, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
         return NULL;
-    case -2:
+    case SHOW_UNREADABLE:
+        PyErr_SetString(PyExc_ValueError, "show(): not an image: " SHOW_UNREADABLE_WHY);
+        return NULL;
+    case SHOW_TOO_LARGE:
         PyErr_SetString(PyExc_ValueError, "show(): the image is larger than execd allows (limits.max_image_bytes)");
         return NULL;
     default:
@@ -435,37 +420,44 @@ static PyObject *m_show(PyObject *self, PyObject *arg)
     }
 }
 
-/* The longest answer input() takes; longer ones are cut. */
-#define INPUT_CAP (64 << 10)
-
 /* _input(prompt): asks the person through the MCP client (sandbox/ABI.md,
-   execd.input) and returns the answer; EOFError when there is none. */
+   execd.input) and returns the answer, whole; EOFError when there is none. */
 static PyObject *m_input(PyObject *self, PyObject *arg)
 {
     Py_ssize_t n;
     const char *prompt;
-    char *buf;
+    char small[INPUT_FIRST_BUF], *buf = small;
     int32_t r;
     PyObject *ret = NULL;
     (void)self;
     prompt = PyUnicode_AsUTF8AndSize(arg, &n);
     if (!prompt)
         return NULL;
-    buf = PyMem_Malloc(INPUT_CAP);
-    if (!buf)
-        return PyErr_NoMemory();
-    r = host_input(prompt, (uint32_t)utf8_cut(prompt, n, 16384), buf, INPUT_CAP);
+    r = host_input(prompt, (uint32_t)utf8_cut(prompt, (size_t)n, MAX_PROMPT), small, sizeof(small));
+    if (r > (int32_t)sizeof(small)) { /* the host holds it */
+        buf = PyMem_Malloc((size_t)r);
+        if (!buf)
+            return PyErr_NoMemory();
+        if (host_input_answer(buf, (uint32_t)r) != r) {
+            PyMem_Free(buf);
+            PyErr_SetString(PyExc_EOFError, "input(): the answer was lost");
+            return NULL;
+        }
+    }
     switch (r) {
-    case -1:
+    case INPUT_EOF:
         PyErr_SetString(PyExc_EOFError, "EOF when reading a line (the person declined or dismissed the question)");
         break;
-    case -2:
+    case INPUT_NO_CLIENT:
         PyErr_SetString(PyExc_EOFError, "input(): nobody can answer: the MCP client cannot be asked (it declared no elicitation capability)");
         break;
-    case -3:
+    case INPUT_TIMED_OUT:
         PyErr_SetString(PyExc_EOFError, "input(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
         break;
-    case -4: /* the host stops the cell: its interrupt, as the eval breaker raises it */
+    case INPUT_TOO_LONG:
+        PyErr_SetString(PyExc_ValueError, "input(): the answer is longer than execd takes (limits.max_input_answer_bytes)");
+        break;
+    case INPUT_STOPPED: /* the host stops the cell: its interrupt, as the eval breaker raises it */
         _Py_ExecdCheckInterrupt();
         if (PyErr_CheckSignals() == 0)
             PyErr_SetNone(PyExc_KeyboardInterrupt);
@@ -476,7 +468,8 @@ static PyObject *m_input(PyObject *self, PyObject *arg)
         else
             PyErr_Format(PyExc_EOFError, "input(): no answer (%d)", (int)r);
     }
-    PyMem_Free(buf);
+    if (buf != small)
+        PyMem_Free(buf);
     return ret;
 }
 
@@ -522,69 +515,7 @@ static PyObject *PyInit_execd(void) { return PyModule_Create(&execd_module); }
 /* _execd_net: the network's natives (net.c). */
 #include "net.c"
 
-/* ---- small byte buffer for the envelope --------------------------------- */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} buf_t;
-
-static void buf_put(buf_t *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *p;
-        while (cap < b->len + n)
-            cap *= 2;
-        p = realloc(b->p, cap); /* outside the Python heap cap */
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static void buf_puts(buf_t *b, const char *s) { buf_put(b, s, strlen(s)); }
-
-/* JSON string literal of the UTF-8 s[0:n]. */
-static void buf_json(buf_t *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t i, start = 0;
-    buf_put(b, "\"", 1);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc;
-        char u[7];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        buf_put(b, s + start, i - start);
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            memcpy(u, "\\u00", 4);
-            u[4] = hex[c >> 4];
-            u[5] = hex[c & 15];
-            u[6] = 0;
-            esc = u;
-        }
-        buf_puts(b, esc);
-        start = i + 1;
-    }
-    buf_put(b, s + start, n - start);
-    buf_put(b, "\"", 1);
-}
+/* ---- the envelope (its buffer: sandbox/abi/execd.h) --------------------- */
 
 /* JSON string of the Python str o (lone surrogates escaped), or fallback. */
 static void buf_pystr(buf_t *b, PyObject *o, const char *fallback)
@@ -598,29 +529,12 @@ static void buf_pystr(buf_t *b, PyObject *o, const char *fallback)
         return;
     }
     buf_json(b, PyBytes_AS_STRING(bytes),
-             (size_t)utf8_cut(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), MAX_VALUE_BYTES));
+             utf8_cut(PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes), MAX_VALUE_BYTES));
     Py_DECREF(bytes);
 }
 
 static const char oom_envelope[] =
     "{\"status\":\"oom\",\"error\":{\"type\":\"MemoryError\",\"message\":\"out of memory\"}}";
-
-static char *finish(buf_t *b)
-{
-    uint32_t n;
-    if (b->failed) {
-        free(b->p);
-        b->p = malloc(4 + sizeof(oom_envelope));
-        if (!b->p)
-            return NULL;
-        n = sizeof(oom_envelope) - 1;
-        memcpy(b->p + 4, oom_envelope, n);
-    } else {
-        n = (uint32_t)(b->len - 4);
-    }
-    memcpy(b->p, &n, 4); /* wasm32 is little-endian */
-    return b->p;
-}
 
 /* Envelope for an exception that escaped driver.py itself (only out of
    memory or an interrupt can). */
@@ -745,18 +659,6 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     return 0;
 }
 
-/* execd_alloc(n): a buffer of n bytes plus one spare byte for a NUL. 0
-   when memory is exhausted. */
-EXPORT("execd_alloc") void *execd_alloc(uint32_t n)
-{
-    char *p = malloc((size_t)n + 1);
-    if (p)
-        p[n] = 0;
-    return p;
-}
-
-EXPORT("execd_free") void execd_free(void *p) { free(p); }
-
 /* execd_eval(code, len): evaluates one cell. code was returned by
    execd_alloc(len) and is owned by the guest from now on. Returns a pointer
    to a u32 length followed by that many bytes of JSON (see ABI.md), valid
@@ -770,11 +672,11 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
 
     free(result_buf);
     result_buf = NULL;
-    buf_put(&b, "\0\0\0\0", 4);
+    envelope_start(&b);
     if (!run_cell) {
         free(code);
         buf_puts(&b, "{\"status\":\"error\",\"error\":{\"type\":\"SystemError\",\"message\":\"guest not initialised\"}}");
-        return result_buf = finish(&b);
+        return result_buf = envelope_finish(&b, oom_envelope);
     }
     _Py_execd_poll_enabled = 0;
     _Py_execd_interrupt_fired = 0;
@@ -817,7 +719,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     }
     Py_XDECREF(r);
     PyErr_Clear();
-    return result_buf = finish(&b);
+    return result_buf = envelope_finish(&b, oom_envelope);
 }
 
 /* execd_reseed(): called by the host in a clone made from a memory image

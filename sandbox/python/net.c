@@ -8,15 +8,8 @@
  * wait() waits for it there (a stop of the host raises the interrupt, as
  * input() does), head() and body() read what came back, close() forgets
  * it. Between two cells nothing is open: the host forgets every request at
- * the end of a run.
+ * the end of a run. The imports are declared in sandbox/abi/execd.h.
  */
-
-IMPORT("net_start") int32_t host_net_start(const char *head, uint32_t head_len, const void *body, uint32_t body_len);
-IMPORT("net_wait") int32_t host_net_wait(int32_t id, double timeout_ms);
-IMPORT("net_head") int32_t host_net_head(int32_t id, char *buf, uint32_t cap);
-IMPORT("net_body") int32_t host_net_body(int32_t id, void *buf, uint32_t cap);
-IMPORT("net_close") int32_t host_net_close(int32_t id);
-IMPORT("net_env") int32_t host_net_env(char *buf, uint32_t cap);
 
 /* net_stopped: the host stops the cell: its interrupt, as the eval breaker
    raises it. */

@@ -21,14 +21,8 @@
 
 #include "quickjs.h"
 
-#define EXPORT(name) __attribute__((export_name(name)))
-#define IMPORT(name) __attribute__((import_module("execd"), import_name(name)))
-
-/* Host imports (module "execd"). */
-IMPORT("progress") void host_progress(double done, double total, const char *msg, uint32_t msg_len);
-IMPORT("interrupted") int32_t host_interrupted(void);
-IMPORT("show") int32_t host_show(const void *data, uint32_t len);
-IMPORT("input") int32_t host_input(const char *prompt, uint32_t prompt_len, char *buf, uint32_t cap);
+/* The imports, execd_alloc and execd_free, the envelope's buffer. */
+#include "execd.h"
 
 /* Added to QuickJS by quickjs-wasi.patch. */
 void JS_DiscardPendingJobs(JSRuntime *rt);
@@ -48,9 +42,6 @@ int JS_IsUncatchableError(JSContext *ctx, JSValueConst val);
 #ifndef JS_STACK_LIMIT
 #define JS_STACK_LIMIT (STACK_SIZE / 2)
 #endif
-
-/* Longest printable value handed back; the host truncates further. */
-#define MAX_VALUE_BYTES (1 << 20)
 
 static JSRuntime *rt;
 static JSContext *ctx;
@@ -160,77 +151,6 @@ static const JSMallocFunctions mf = {
     g_malloc, g_free, g_realloc, (size_t (*)(const void *))malloc_usable_size,
 };
 
-/* ---- small byte buffer for the envelope --------------------------------- */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} buf_t;
-
-static void buf_grow(buf_t *b, size_t n)
-{
-    size_t cap;
-    char *p;
-    if (b->failed || b->len + n <= b->cap)
-        return;
-    cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n)
-        cap *= 2;
-    p = realloc(b->p, cap);
-    if (!p) {
-        b->failed = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void buf_put(buf_t *b, const char *s, size_t n)
-{
-    buf_grow(b, n);
-    if (b->failed)
-        return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-static void buf_puts(buf_t *b, const char *s) { buf_put(b, s, strlen(s)); }
-
-/* JSON string literal of s[0:n] (input is UTF-8 from JS_ToCStringLen,
-   which may hold lone surrogates as CESU-8; passed through unchanged). */
-static void buf_json(buf_t *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t i, start = 0;
-    buf_put(b, "\"", 1);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        buf_put(b, s + start, i - start);
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            memcpy(u, "\\u00", 4);
-            u[4] = hex[c >> 4];
-            u[5] = hex[c & 15];
-            u[6] = 0;
-            esc = u;
-        }
-        buf_puts(b, esc);
-        start = i + 1;
-    }
-    buf_put(b, s + start, n - start);
-    buf_put(b, "\"", 1);
-}
-
 /* ---- JS helpers ---------------------------------------------------------- */
 
 /* Runs the interrupt poll. QuickJS calls it every ~10k interpreter ticks
@@ -301,8 +221,7 @@ static JSValue js_progress(JSContext *c, JSValueConst this_val, int argc, JSValu
         msg = JS_ToCStringLen(c, &n, argv[mi]);
         if (!msg)
             return JS_EXCEPTION;
-        if (n > 4096)
-            n = 4096;
+        n = utf8_cut(msg, n, MAX_PROGRESS_MESSAGE);
     }
     host_progress(done, total, msg ? msg : "", (uint32_t)n);
     if (msg)
@@ -312,8 +231,63 @@ static JSValue js_progress(JSContext *c, JSValueConst this_val, int argc, JSValu
 
 /* ---- fs: synchronous file access under the preopened /workspace ---------- */
 
+/* The working directory, set by execd_init: a relative path (in fs, show(),
+   a cell's import()) names a file under it, as in the Python guest. It is
+   also the one directory the worker mounts (sandbox/ABI.md). */
+#define WORKSPACE "/workspace"
+
+/* normalize_path: "." and ".." segments and repeated slashes of the
+   absolute path p resolved in place (".." stops at the root). */
+static void normalize_path(char *p)
+{
+    char *out = p, *in = p;
+    while (*in) {
+        char *seg;
+        size_t len;
+        while (*in == '/')
+            in++;
+        seg = in;
+        while (*in && *in != '/')
+            in++;
+        len = (size_t)(in - seg);
+        if (len == 0 || (len == 1 && seg[0] == '.'))
+            continue;
+        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+            while (out > p && *--out != '/')
+                ;
+            continue;
+        }
+        *out++ = '/';
+        memmove(out, seg, len);
+        out += len;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = 0;
+}
+
+/* outside_workspace(path): path, taken from the working directory and with
+   its "." and ".." resolved, names neither WORKSPACE nor a file under it. */
+static int outside_workspace(const char *path)
+{
+    char abs[1024];
+    size_t root = strlen(WORKSPACE);
+    int n = path[0] == '/' ? snprintf(abs, sizeof(abs), "%s", path)
+                           : snprintf(abs, sizeof(abs), WORKSPACE "/%s", path);
+    if (n < 0 || (size_t)n >= sizeof(abs))
+        return 0;
+    normalize_path(abs);
+    return strncmp(abs, WORKSPACE, root) != 0 || (abs[root] != 0 && abs[root] != '/');
+}
+
+/* throw_errno: the TypeError for op on path failing with errno. For a path
+   outside the workspace wasi-libc and the host say "Capabilities
+   insufficient" or "Operation not permitted": the message says what that
+   means here instead. */
 static JSValue throw_errno(JSContext *c, const char *op, const char *path)
 {
+    if (outside_workspace(path))
+        return JS_ThrowTypeError(c, "%s '%s': outside " WORKSPACE ", the only directory the sandbox sees", op, path);
     return JS_ThrowTypeError(c, "%s '%s': %s", op, path, strerror(errno));
 }
 
@@ -794,45 +768,14 @@ static const JSCFunctionListEntry web_natives[] = {
 /* ---- ES modules: files under /workspace ------------------------------------
  * import() (and the static imports of a cell, which the cell rewrite of
  * bootstrap.js turns into import()) resolve a specifier against the
- * importing module's path, or /workspace for a cell: "./x.mjs", "../x.mjs"
+ * importing module's path, or the working directory (WORKSPACE) for a
+ * cell: "./x.mjs", "../x.mjs"
  * and "/workspace/x.mjs" name files; anything else (npm packages, node:
  * built-ins) is not there. A query or fragment ("./x.mjs?v=2") is part of
  * the module's identity, not of its path: QuickJS keeps every module it
  * loaded for the interpreter's life, so a changed file is loaded again
  * under a new query. A .json file is a module whose default export is its
  * parsed content. */
-
-#define MODULE_ROOT "/workspace"
-
-/* normalize_path: "." and ".." segments and repeated slashes of the
-   absolute path p resolved in place (".." stops at the root). */
-static void normalize_path(char *p)
-{
-    char *out = p, *in = p;
-    while (*in) {
-        char *seg;
-        size_t len;
-        while (*in == '/')
-            in++;
-        seg = in;
-        while (*in && *in != '/')
-            in++;
-        len = (size_t)(in - seg);
-        if (len == 0 || (len == 1 && seg[0] == '.'))
-            continue;
-        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
-            while (out > p && *--out != '/')
-                ;
-            continue;
-        }
-        *out++ = '/';
-        memmove(out, seg, len);
-        out += len;
-    }
-    if (out == p)
-        *out++ = '/';
-    *out = 0;
-}
 
 static char *module_normalize(JSContext *c, const char *base, const char *name, void *opaque)
 {
@@ -857,8 +800,8 @@ static char *module_normalize(JSContext *c, const char *base, const char *name, 
             ;
         blen = (size_t)(slash - base);
     } else { /* a cell */
-        base = MODULE_ROOT;
-        blen = strlen(MODULE_ROOT);
+        base = WORKSPACE;
+        blen = strlen(WORKSPACE);
     }
     r = js_malloc(c, blen + nlen + 2);
     if (!r)
@@ -893,7 +836,7 @@ static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)
     if (name[0] != '/') {
         throw_module_error(c, "Cannot find package '%s'%s", name,
             ": this sandbox has no npm packages or Node built-in modules; import files under "
-            MODULE_ROOT " by path (\"./lib.mjs\")");
+            WORKSPACE " by path (\"./lib.mjs\")");
         return NULL;
     }
     plen = strcspn(name, "?#");
@@ -988,25 +931,24 @@ static JSValue js_show(JSContext *c, JSValueConst this_val, int argc, JSValueCon
     switch (r) {
     case 0:
         return JS_UNDEFINED;
-    case -1:
+    case SHOW_NOT_IMAGE:
         return JS_ThrowTypeError(c, "show(): not an image: execd shows PNG, JPEG, GIF and WebP (recognised by their first bytes)");
-    case -2:
+    case SHOW_UNREADABLE:
+        return JS_ThrowTypeError(c, "show(): not an image: " SHOW_UNREADABLE_WHY);
+    case SHOW_TOO_LARGE:
         return JS_ThrowRangeError(c, "show(): the image is larger than execd allows (limits.max_image_bytes)");
     default:
         return JS_ThrowRangeError(c, "show(): this result already carries the most images execd allows (limits.max_images)");
     }
 }
 
-/* The longest answer prompt() takes; longer ones are cut. */
-#define INPUT_CAP (64 << 10)
-
 /* prompt(message): asks the person through the MCP client (sandbox/ABI.md,
-   execd.input): the answer, or null when they decline or dismiss it. */
+   execd.input): the answer, whole, or null when they decline or dismiss it. */
 static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueConst *argv)
 {
-    const char *msg = "";
+    const char *msg = NULL;
     size_t n = 0;
-    char *buf;
+    char small[INPUT_FIRST_BUF], *buf = small;
     int32_t r;
     JSValue ret;
     (void)this_val;
@@ -1015,23 +957,28 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
         if (!msg)
             return JS_EXCEPTION;
     }
-    buf = js_malloc(c, INPUT_CAP);
-    if (!buf) {
-        if (argc > 0 && !JS_IsUndefined(argv[0]))
-            JS_FreeCString(c, msg);
-        return JS_EXCEPTION;
-    }
-    r = host_input(msg, (uint32_t)(n > 16384 ? 16384 : n), buf, INPUT_CAP);
-    if (argc > 0 && !JS_IsUndefined(argv[0]))
+    r = host_input(msg ? msg : "", (uint32_t)utf8_cut(msg ? msg : "", n, MAX_PROMPT), small, sizeof(small));
+    if (msg)
         JS_FreeCString(c, msg);
+    if (r > (int32_t)sizeof(small)) { /* the host holds it */
+        buf = js_malloc(c, (size_t)r);
+        if (!buf)
+            return JS_EXCEPTION;
+        if (host_input_answer(buf, (uint32_t)r) != r) {
+            js_free(c, buf);
+            return JS_ThrowInternalError(c, "prompt(): the answer was lost");
+        }
+    }
     if (r >= 0)
         ret = JS_NewStringLen(c, buf, (size_t)r);
-    else if (r == -1)
+    else if (r == INPUT_EOF)
         ret = JS_NULL;
-    else if (r == -2)
+    else if (r == INPUT_NO_CLIENT)
         ret = JS_ThrowInternalError(c, "prompt(): nobody can answer: the MCP client cannot be asked (it declared no elicitation capability)");
-    else if (r == -3)
+    else if (r == INPUT_TIMED_OUT)
         ret = JS_ThrowInternalError(c, "prompt(): nobody answered within the time execd waits for an answer (protocol.input_timeout)");
+    else if (r == INPUT_TOO_LONG)
+        ret = JS_ThrowRangeError(c, "prompt(): the answer is longer than execd takes (limits.max_input_answer_bytes)");
     else { /* the host stops the cell: its interrupt, uncatchable */
         JSValue e;
         interrupt_fired = 1;
@@ -1039,7 +986,8 @@ static JSValue js_prompt(JSContext *c, JSValueConst this_val, int argc, JSValueC
         JS_SetUncatchableError(c, e, 1);
         ret = JS_Throw(c, e);
     }
-    js_free(c, buf);
+    if (buf != small)
+        js_free(c, buf);
     return ret;
 }
 
@@ -1173,6 +1121,11 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
         return -5;
     if (setup_globals())
         return -4;
+    /* Every instance mounts WORKSPACE (an empty, read-only one when the
+       worker has none), so this holds; the cwd is in linear memory, and so
+       in every image made from this instance. */
+    if (chdir(WORKSPACE) != 0)
+        return -6;
     return 0;
 }
 
@@ -1185,18 +1138,6 @@ EXPORT("execd_reseed") int32_t execd_reseed(void)
         return -1;
     return seed_random() ? -2 : 0;
 }
-
-/* execd_alloc(n): a buffer of n bytes (plus one spare byte the guest may
-   use for a terminating NUL). 0 when memory is exhausted. */
-EXPORT("execd_alloc") void *execd_alloc(uint32_t n)
-{
-    char *p = malloc((size_t)n + 1);
-    if (p)
-        p[n] = 0;
-    return p;
-}
-
-EXPORT("execd_free") void execd_free(void *p) { free(p); }
 
 /* ---- eval ---------------------------------------------------------------- */
 
@@ -1544,23 +1485,6 @@ static int run_loop(JSValue *exc)
 static const char oom_envelope[] =
     "{\"status\":\"oom\",\"error\":{\"type\":\"InternalError\",\"message\":\"out of memory\"}}";
 
-static char *finish(buf_t *b)
-{
-    uint32_t n;
-    if (b->failed) {
-        free(b->p);
-        b->p = malloc(4 + sizeof(oom_envelope));
-        if (!b->p)
-            return NULL;
-        n = sizeof(oom_envelope) - 1;
-        memcpy(b->p + 4, oom_envelope, n);
-    } else {
-        n = (uint32_t)(b->len - 4);
-    }
-    memcpy(b->p, &n, 4); /* wasm32 is little-endian */
-    return b->p;
-}
-
 /* execd_eval(code, len): evaluates one cell. code was returned by
    execd_alloc(len) and is owned by the guest from now on. Returns a pointer
    to a u32 length followed by that many bytes of JSON (see ABI.md), valid
@@ -1576,12 +1500,12 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     free(result_buf);
     result_buf = NULL;
     interrupt_fired = 0;
-    buf_put(&b, "\0\0\0\0", 4);
+    envelope_start(&b);
 
     if (!rt) {
         free(code);
         buf_puts(&b, "{\"status\":\"error\",\"error\":{\"type\":\"InternalError\",\"message\":\"guest not initialised\"}}");
-        return result_buf = finish(&b);
+        return result_buf = envelope_finish(&b, oom_envelope);
     }
     JS_UpdateStackTop(rt);
     reset_limit(mstate);
@@ -1705,5 +1629,5 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     JS_FreeValue(ctx, val);
     if (failed && !strcmp(status, "oom"))
         JS_RunGC(rt);
-    return result_buf = finish(&b);
+    return result_buf = envelope_finish(&b, oom_envelope);
 }

@@ -7,15 +7,9 @@
  * A request lives on the host from net_start to net_close; the guest holds
  * only its id. fetch.js keeps the promise of each id; the event loop of
  * guest.c (run_loop) waits in net_wait for "a request finished or the next
- * timer is due" and hands each finished id to helpers.netDone.
+ * timer is due" and hands each finished id to helpers.netDone. The
+ * imports are declared in sandbox/abi/execd.h.
  */
-
-IMPORT("net_start") int32_t host_net_start(const char *head, uint32_t head_len, const void *body, uint32_t body_len);
-IMPORT("net_wait") int32_t host_net_wait(int32_t id, double timeout_ms);
-IMPORT("net_head") int32_t host_net_head(int32_t id, char *buf, uint32_t cap);
-IMPORT("net_body") int32_t host_net_body(int32_t id, void *buf, uint32_t cap);
-IMPORT("net_close") int32_t host_net_close(int32_t id);
-IMPORT("net_env") int32_t host_net_env(char *buf, uint32_t cap);
 
 /* The interrupt, as prompt() throws it when the host stops the cell. */
 static JSValue throw_stop(JSContext *c)
