@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sys"
 	"go.uber.org/zap"
 
+	"execd/internal/guestfs"
 	"execd/internal/worker"
 )
 
@@ -73,7 +74,7 @@ func (f *fakeFactory) Compiling(lang string) bool {
 	return f.compiling[lang]
 }
 
-func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (Runner, error) {
+func (f *fakeFactory) NewRunner(ctx context.Context, lang string, disk Disk) (Runner, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.newErr != nil {
@@ -83,13 +84,15 @@ func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (
 		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
 	}
 	f.made++
-	return f.newLocked(lang, fsys, map[string]string{}, uint64(f.made)*7919), nil
+	return f.newLocked(lang, disk, map[string]string{}, uint64(f.made)*7919), nil
 }
 
-func (f *fakeFactory) newLocked(lang string, fsys sys.FS, vars map[string]string, seed uint64) *fakeRunner {
+// newLocked makes a runner that sees disk as a guest does: the sys.FS the
+// engine mounts.
+func (f *fakeFactory) newLocked(lang string, disk Disk, vars map[string]string, seed uint64) *fakeRunner {
 	f.live++
 	f.maxLive = max(f.maxLive, f.live)
-	return &fakeRunner{f: f, lang: lang, fsys: fsys, vars: vars, seed: seed}
+	return &fakeRunner{f: f, lang: lang, fsys: disk.(*guestfs.FS), vars: vars, seed: seed}
 }
 
 func (f *fakeFactory) liveCount() int {
@@ -135,7 +138,7 @@ func (f *fakeFactory) ReadImage(r io.Reader) (Image, error) {
 	return img, nil
 }
 
-func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone bool) (Runner, error) {
+func (f *fakeFactory) Restore(ctx context.Context, i Image, disk Disk, clone bool) (Runner, error) {
 	img := i.(*fakeImage)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -155,7 +158,7 @@ func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone b
 	for k, v := range img.Vars {
 		vars[k] = v
 	}
-	return f.newLocked(img.Lang, fsys, vars, seed), nil
+	return f.newLocked(img.Lang, disk, vars, seed), nil
 }
 
 type fakeRunner struct {

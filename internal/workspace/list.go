@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"execd/internal/guestfs"
 )
 
 // Info describes one workspace for List.
@@ -120,8 +122,8 @@ func (m *Manager) list(pd string) []Info {
 			in.Interpreters = append(in.Interpreters, Interpreter{Language: lang, Live: true, MemoryBytes: w.mem[lang]})
 			in.MemoryBytes += w.mem[lang]
 		}
-		if w.fs != nil {
-			in.DiskBytes = w.fs.Used()
+		if w.disk != nil {
+			in.DiskBytes = w.disk.Used()
 		}
 		infos[k.id] = in
 	}
@@ -144,7 +146,7 @@ func (m *Manager) list(pd string) []Info {
 	out := make([]Info, 0, len(infos))
 	for _, in := range infos {
 		if in.DiskBytes < 0 {
-			in.DiskBytes, _ = diskUsage(filepath.Join(pdir, in.ID))
+			in.DiskBytes, _ = guestfs.Usage(filepath.Join(pdir, in.ID))
 		}
 		m.describeState(in, filepath.Join(pdir, stateDirName, in.ID))
 		out = append(out, *in)

@@ -141,8 +141,8 @@ type ws struct {
 	ready    bool              // the directories were checked by a turn holder
 	runners  map[string]Runner // live interpreters by language
 	mem      map[string]int64  // their memory after their last run
-	fs       *QuotaFS
-	idleRoot *list.Element // in Manager.idleRoots while idle with its root open
+	disk     Disk              // nil until a turn opens it (prepare)
+	idleRoot *list.Element     // in Manager.idleRoots while idle with its root open
 	lastUsed time.Time
 }
 
@@ -300,14 +300,14 @@ func closedError(run bool) *Error {
 func (m *Manager) unref(w *ws) {
 	m.mu.Lock()
 	w.refs--
-	fsys := m.maybeDropLocked(w)
+	disk := m.maybeDropLocked(w)
 	m.mu.Unlock()
-	closeFS(fsys)
+	closeDisk(disk)
 }
 
 // maybeDropLocked forgets an unreferenced record without runners and returns
 // its file system for the caller to close outside the lock.
-func (m *Manager) maybeDropLocked(w *ws) *QuotaFS {
+func (m *Manager) maybeDropLocked(w *ws) Disk {
 	if w.refs > 0 || w.busy || len(w.runners) > 0 {
 		return nil
 	}
@@ -315,14 +315,14 @@ func (m *Manager) maybeDropLocked(w *ws) *QuotaFS {
 		delete(m.wss, w.key)
 	}
 	m.forgetRootLocked(w)
-	fsys := w.fs
-	w.fs = nil
-	return fsys
+	disk := w.disk
+	w.disk = nil
+	return disk
 }
 
-func closeFS(fsys *QuotaFS) {
-	if fsys != nil {
-		fsys.Close()
+func closeDisk(disk Disk) {
+	if disk != nil {
+		disk.Close()
 	}
 }
 
@@ -414,8 +414,8 @@ func (m *Manager) keepRootLocked(w *ws) {
 	for m.idleRoots.Len() > IdleRootsKept {
 		old := m.idleRoots.Remove(m.idleRoots.Back()).(*ws)
 		old.idleRoot = nil
-		if old.fs != nil {
-			old.fs.Release()
+		if old.disk != nil {
+			old.disk.Release()
 		}
 	}
 }
@@ -445,7 +445,7 @@ func (m *Manager) releaseTurn(w *ws) {
 	m.active--
 	m.signalIdleLocked()
 	over := m.overLimitLocked()
-	if w.fs != nil {
+	if w.disk != nil {
 		m.keepRootLocked(w)
 	}
 	m.mu.Unlock()
@@ -517,7 +517,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
 	defer slot.end()
 
-	fsys, err := m.prepare(w)
+	disk, err := m.prepare(w)
 	if err != nil {
 		return err
 	}
@@ -525,7 +525,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	refused := fsys.Refused()
+	refused := disk.Refused()
 	m.mu.Lock()
 	w.running = true
 	w.lastUsed = time.Now()
@@ -538,16 +538,16 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if req.Input != nil {
 		opts.Input = slot
 	}
-	fsys.Track()
+	disk.Track()
 	endRun := m.obs.Phase(ctx, PhaseRun, lang)
 	res := r.Run(ctx, req.Code, opts)
-	out.Files, out.FilesTruncated = m.changedFiles(w, fsys)
+	out.Files, out.FilesTruncated = m.changedFiles(w, disk)
 	out.Result, out.ResetReason = m.settle(w, lang, r, start, res)
 	endRun(string(out.Result.Status))
 	out.BudgetExceeded = res.BudgetExceeded
 	out.Restored = start.restored
 
-	if fsys.Refused() > refused {
+	if disk.Refused() > refused {
 		out.DiskFull = true
 		out.DiskQuotaBytes = int64(m.cfg.MaxDiskMiB) << 20
 	}
@@ -609,11 +609,11 @@ func (h *heldSlot) end() {
 	h.release()
 }
 
-// prepare makes sure the workspace's directories exist and its file system
-// is open, and returns it. The caller holds w's turn.
-func (m *Manager) prepare(w *ws) (*QuotaFS, error) {
+// prepare makes sure the workspace's directories exist and its Disk is
+// open, and returns it. The caller holds w's turn.
+func (m *Manager) prepare(w *ws) (Disk, error) {
 	m.mu.Lock()
-	ready, fsys := w.ready, w.fs
+	ready, disk := w.ready, w.disk
 	m.mu.Unlock()
 	if !ready {
 		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
@@ -627,25 +627,25 @@ func (m *Manager) prepare(w *ws) (*QuotaFS, error) {
 		w.ready = true
 		m.mu.Unlock()
 	}
-	if fsys == nil {
+	if disk == nil {
 		var err error
-		if fsys, err = newQuotaFS(w.dir, int64(m.cfg.MaxDiskMiB)<<20); err != nil {
+		if disk, err = openDisk(w.dir, int64(m.cfg.MaxDiskMiB)<<20); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
 			return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
 		}
 		m.mu.Lock()
-		w.fs = fsys
+		w.disk = disk
 		m.mu.Unlock()
 	}
-	if err := fsys.Acquire(); err != nil {
+	if err := disk.Acquire(); err != nil {
 		if e := m.fds.check(err); e != nil {
 			return nil, e
 		}
 		return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
 	}
-	return fsys, nil
+	return disk, nil
 }
 
 // prepareDirs makes the files directory and the state directory (0700) of
@@ -701,7 +701,7 @@ type start struct {
 // the state model (RATIONALE.md, "What is the state model?").
 func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSink) (Runner, start, error) {
 	m.mu.Lock()
-	r, fsys := w.runners[lang], w.fs
+	r, disk := w.runners[lang], w.disk
 	m.mu.Unlock()
 	if r != nil {
 		return r, start{}, nil
@@ -718,7 +718,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	switch {
 	case n.hasImage():
 		var err error
-		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w.state, lang, fsys, n == noteClone) })
+		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w.state, lang, disk, n == noteClone) })
 		if err != nil {
 			reason := imageReason(err)
 			if reason == "" {
@@ -743,7 +743,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	}
 	if r == nil {
 		var err error
-		if r, err = m.newRunner(ctx, lang, fsys); err != nil {
+		if r, err = m.newRunner(ctx, lang, disk); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, st, e
 			}
@@ -773,8 +773,8 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 
 // newRunner makes a fresh runner, making room in the memory budget if
 // needed.
-func (m *Manager) newRunner(ctx context.Context, lang string, fsys *QuotaFS) (Runner, error) {
-	return m.withRoom(func() (Runner, error) { return m.f.NewRunner(ctx, lang, fsys) })
+func (m *Manager) newRunner(ctx context.Context, lang string, disk Disk) (Runner, error) {
+	return m.withRoom(func() (Runner, error) { return m.f.NewRunner(ctx, lang, disk) })
 }
 
 // withRoom calls make until it does not fail for want of memory budget,
@@ -796,7 +796,7 @@ func (m *Manager) withRoom(make func() (Runner, error)) (Runner, error) {
 }
 
 // restoreImage reads lang's image and restores a runner from it.
-func (m *Manager) restoreImage(ctx context.Context, state, lang string, fsys *QuotaFS, clone bool) (Runner, error) {
+func (m *Manager) restoreImage(ctx context.Context, state, lang string, disk Disk, clone bool) (Runner, error) {
 	img, err := readImage(m.f, state, lang)
 	if err != nil {
 		return nil, err
@@ -804,7 +804,7 @@ func (m *Manager) restoreImage(ctx context.Context, state, lang string, fsys *Qu
 	if img.Language() != lang {
 		return nil, fmt.Errorf("%w: the image is of %s, not %s", ErrImageCorrupt, img.Language(), lang)
 	}
-	return m.f.Restore(ctx, img, fsys, clone)
+	return m.f.Restore(ctx, img, disk, clone)
 }
 
 // imageReason classifies an error of ReadImage or Restore: the reason the
@@ -964,7 +964,7 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 		if !files {
 			return nil
 		}
-		m.forgetFS(w)
+		m.forgetDisk(w)
 		m.forgetRecent(w.key)
 		if err := os.RemoveAll(w.dir); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
@@ -979,12 +979,12 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 // forgetFS closes w's file system so that the next turn measures the
 // directory anew (after its content was replaced). The caller holds w's
 // turn and has closed w's runners.
-func (m *Manager) forgetFS(w *ws) {
+func (m *Manager) forgetDisk(w *ws) {
 	m.mu.Lock()
-	fsys := w.fs
-	w.fs = nil
+	disk := w.disk
+	w.disk = nil
 	m.mu.Unlock()
-	closeFS(fsys)
+	closeDisk(disk)
 }
 
 // Delete closes the workspace's interpreters and removes its files, images
@@ -993,7 +993,7 @@ func (m *Manager) forgetFS(w *ws) {
 func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
 		m.closeRunners(w.key, m.takeRunners(w))
-		m.forgetFS(w)
+		m.forgetDisk(w)
 		m.mu.Lock()
 		w.ready = false
 		m.mu.Unlock()

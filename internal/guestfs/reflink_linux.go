@@ -1,4 +1,4 @@
-package workspace
+package guestfs
 
 import (
 	"os"
@@ -31,10 +31,4 @@ func reflink(src, dst string) error {
 		os.Chmod(dst, info.Mode().Perm())
 	}
 	return nil
-}
-
-// exchange swaps the directories a and b atomically (renameat2
-// RENAME_EXCHANGE).
-func exchange(a, b string) error {
-	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 }

@@ -1,0 +1,195 @@
+package guestfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+)
+
+// outsideSetup makes parent/{ws,secret} and returns the workspace dir.
+func outsideSetup(t *testing.T) (ws, parent string) {
+	t.Helper()
+	parent = t.TempDir()
+	ws = filepath.Join(parent, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "secret"), []byte("s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ws, parent
+}
+
+// TestDirFSEscapes pins what wazero's own DirFS does with escaping paths, so
+// a wazero upgrade that changes it is noticed. DirFS does not confine: ".."
+// and symlinks reach the host. (WASI path resolution rejects ".." and
+// absolute paths before DirFS sees them, but not symlinks.)
+func TestDirFSEscapes(t *testing.T) {
+	ws, _ := outsideSetup(t)
+	d := sysfs.DirFS(ws)
+
+	if f, errno := d.OpenFile("../secret", sys.O_RDONLY, 0); errno == 0 {
+		f.Close()
+		t.Log("DirFS follows ../ out of its directory (an FS refuses it)")
+	} else {
+		t.Logf("DirFS refuses ../: %v", errno)
+	}
+	// An absolute path is concatenated to the directory, so it stays inside.
+	if _, errno := d.Stat("/secret"); errno != sys.ENOENT {
+		t.Errorf("DirFS Stat(/secret) = %v, want ENOENT (joined under the dir)", errno)
+	}
+	// An absolute symlink target is refused ...
+	if errno := d.Symlink("/etc", "abs"); errno != sys.EPERM {
+		t.Errorf("DirFS Symlink(/etc) = %v, want EPERM", errno)
+	}
+	// ... but a relative one that climbs out is created and followed.
+	if errno := d.Symlink("..", "up"); errno != 0 {
+		t.Fatalf("DirFS Symlink(..): %v", errno)
+	}
+	f, errno := d.OpenFile("up/secret", sys.O_RDONLY, 0)
+	if errno != 0 {
+		t.Fatalf("expected DirFS to follow the escaping symlink; got %v", errno)
+	}
+	f.Close()
+}
+
+func TestConfinement(t *testing.T) {
+	ws, parent := outsideSetup(t)
+	os.Mkdir(filepath.Join(ws, "sub"), 0o700)
+	// Links an operator or earlier code might have left behind.
+	os.Symlink("..", filepath.Join(ws, "up"))
+	os.Symlink(filepath.Join(parent, "secret"), filepath.Join(ws, "abs"))
+	os.Symlink("../nowhere", filepath.Join(ws, "dangling"))
+	os.Symlink("sub", filepath.Join(ws, "inside"))
+	fsys, err := New(ws, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+
+	escapes := []string{
+		"../secret", "sub/../../secret", "up/secret", "up", "abs", "up/ws/sub",
+		"dangling", "inside/../up/secret",
+	}
+	for _, p := range escapes {
+		if f, errno := fsys.OpenFile(p, sys.O_RDONLY, 0); errno == 0 {
+			f.Close()
+			t.Errorf("OpenFile(%q) escaped", p)
+		} else if errno != sys.EPERM {
+			t.Errorf("OpenFile(%q) = %v, want EPERM", p, errno)
+		}
+		if _, errno := fsys.Stat(p); errno != sys.EPERM {
+			t.Errorf("Stat(%q) = %v, want EPERM", p, errno)
+		}
+	}
+	// Creating through a dangling link that points outside must not create
+	// the target.
+	if _, errno := fsys.OpenFile("dangling", rw, 0o600); errno != sys.EPERM {
+		t.Errorf("create via dangling link = %v, want EPERM", errno)
+	}
+	if _, err := os.Stat(filepath.Join(parent, "nowhere")); !os.IsNotExist(err) {
+		t.Error("dangling link created a file outside the workspace")
+	}
+	// Writing into a directory reached through an escaping link.
+	if _, errno := fsys.OpenFile("up/new", rw, 0o600); errno != sys.EPERM {
+		t.Errorf("create up/new = %v, want EPERM", errno)
+	}
+	for name, errno := range map[string]sys.Errno{
+		"Mkdir up/d":        fsys.Mkdir("up/d", 0o700),
+		"Unlink up/secret":  fsys.Unlink("up/secret"),
+		"Rename to outside": fsys.Rename("sub", "up/stolen"),
+		"Link from outside": fsys.Link("up/secret", "mine"),
+		"Chmod abs":         fsys.Chmod("abs", 0o777),
+		"Utimens abs":       fsys.Utimens("abs", 0, 0),
+		"Symlink in up/":    fsys.Symlink("x", "up/l"),
+	} {
+		if errno != sys.EPERM {
+			t.Errorf("%s = %v, want EPERM", name, errno)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, "secret")); string(b) != "s3cr3t" {
+		t.Error("secret changed")
+	}
+
+	// Links themselves may be inspected and removed; links that stay inside
+	// work.
+	if _, errno := fsys.Lstat("up"); errno != 0 {
+		t.Errorf("Lstat(up) = %v", errno)
+	}
+	if target, errno := fsys.Readlink("up"); errno != 0 || target != ".." {
+		t.Errorf("Readlink(up) = %q, %v", target, errno)
+	}
+	if f, errno := fsys.OpenFile("inside", sys.O_RDONLY|sys.O_DIRECTORY, 0); errno != 0 {
+		t.Errorf("OpenFile(inside) = %v", errno)
+	} else {
+		f.Close()
+	}
+	// Following the links that were already there stays confined (above);
+	// the guest cannot make one that climbs out (TestSymlinkTargets).
+	if errno := fsys.Unlink("up"); errno != 0 {
+		t.Errorf("Unlink(up) = %v", errno)
+	}
+	// Absolute paths are refused.
+	if _, errno := fsys.OpenFile("/etc/passwd", sys.O_RDONLY, 0); errno == 0 {
+		t.Error("absolute path opened")
+	}
+}
+
+func TestClosed(t *testing.T) {
+	q, _ := newTestFS(t, 0)
+	q.Close()
+	if err := q.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, errno := q.OpenFile("x", rw, 0o600); errno != sys.EBADF {
+		t.Errorf("OpenFile after Close = %v, want EBADF", errno)
+	}
+}
+
+func TestSymlinkTargets(t *testing.T) {
+	ws, parent := outsideSetup(t)
+	fsys, err := New(ws, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	os.MkdirAll(filepath.Join(ws, "sub", "deeper"), 0o700)
+	os.WriteFile(filepath.Join(ws, "sub", "deeper", "data.csv"), []byte("1,2"), 0o600)
+	for i, target := range []string{
+		"../../../../../../etc", "..", "../secret", "sub/../..", "sub/..", "/etc", "/workspace/sub", "a/../b", "",
+	} {
+		if errno := fsys.Symlink(target, fmt.Sprintf("bad%d", i)); errno != sys.EPERM {
+			t.Errorf("Symlink(%q) = %v, want EPERM", target, errno)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, fmt.Sprintf("bad%d", i))); !os.IsNotExist(err) {
+			t.Errorf("Symlink(%q) left a link on the host", target)
+		}
+	}
+	// A link into a subdirectory, one through another link, and one to a
+	// file that does not exist yet are fine, and work.
+	for name, target := range map[string]string{"latest": "sub/deeper/data.csv", "d": "sub", "sub/dl": "deeper/data.csv", "later": "./sub/new.txt"} {
+		if errno := fsys.Symlink(target, name); errno != 0 {
+			t.Errorf("Symlink(%q, %q) = %v", target, name, errno)
+		}
+	}
+	for _, p := range []string{"latest", "d/deeper/data.csv", "sub/dl", "d/dl"} {
+		f, errno := fsys.OpenFile(p, sys.O_RDONLY, 0)
+		if errno != 0 {
+			t.Errorf("open %s: %v", p, errno)
+			continue
+		}
+		buf := make([]byte, 8)
+		n, _ := f.Read(buf)
+		f.Close()
+		if string(buf[:n]) != "1,2" {
+			t.Errorf("%s reads %q", p, buf[:n])
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(parent, "secret")); string(b) != "s3cr3t" {
+		t.Error("secret changed")
+	}
+}

@@ -1,0 +1,100 @@
+package guestfs
+
+import (
+	"io"
+
+	"github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// file is a file the guest opened through an FS: it charges the file's
+// growth against the quota and logs the change.
+type file struct {
+	sys.File
+	q    *FS
+	path string // as opened, relative to the root
+}
+
+// room returns how many of n bytes written at off fit, given the file's
+// current size. Callers hold q.mu.
+func (f *file) room(off int64, n int, size int64) int {
+	q := f.q
+	if q.limit <= 0 {
+		return n
+	}
+	grow := off + int64(n) - size
+	if grow <= 0 || q.used+grow <= q.limit {
+		return n
+	}
+	fit := max(size-off+(q.limit-q.used), 0) // largest write that fits
+	if fit < int64(n) {
+		return int(fit)
+	}
+	return n
+}
+
+func (f *file) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
+	q := f.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, errno := f.File.Stat()
+	if errno != 0 || !st.Mode.IsRegular() {
+		// Not a regular file (or unknown): let the file report its own error.
+		if pwrite {
+			return f.File.Pwrite(buf, off)
+		}
+		return f.File.Write(buf)
+	}
+	if !pwrite {
+		if f.File.IsAppend() {
+			off = st.Size
+		} else if off, errno = f.File.Seek(0, io.SeekCurrent); errno != 0 {
+			return 0, errno
+		}
+	}
+	n := f.room(off, len(buf), st.Size)
+	if n == 0 && len(buf) > 0 {
+		q.refused.Add(1)
+		return 0, ErrnoQuota
+	}
+	var written int
+	if pwrite {
+		written, errno = f.File.Pwrite(buf[:n], off)
+	} else {
+		written, errno = f.File.Write(buf[:n])
+	}
+	if grow := off + int64(written) - st.Size; grow > 0 {
+		q.add(grow)
+	}
+	if written > 0 {
+		q.touch(f.path)
+	}
+	return written, errno
+}
+
+// Write implements sys.File. A write that does not fit entirely is shortened
+// (wazero drops the count of a write that also returns an errno).
+func (f *file) Write(buf []byte) (int, sys.Errno) { return f.write(buf, 0, false) }
+
+// Pwrite implements sys.File.
+func (f *file) Pwrite(buf []byte, off int64) (int, sys.Errno) { return f.write(buf, off, true) }
+
+// Truncate implements sys.File.
+func (f *file) Truncate(size int64) sys.Errno {
+	q := f.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, errno := f.File.Stat()
+	if errno != 0 {
+		return f.File.Truncate(size)
+	}
+	delta := size - st.Size
+	if errno := q.reserve(delta); errno != 0 {
+		return errno
+	}
+	if errno := f.File.Truncate(size); errno != 0 {
+		return errno
+	}
+	q.add(delta)
+	q.touch(f.path)
+	return 0
+}
