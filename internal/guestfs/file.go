@@ -17,19 +17,13 @@ type file struct {
 // room returns how many of n bytes written at off fit, given the file's
 // current size. Callers hold q.mu.
 func (f *file) room(off int64, n int, size int64) int {
-	q := f.q
-	if q.limit <= 0 {
-		return n
-	}
 	grow := off + int64(n) - size
-	if grow <= 0 || q.used+grow <= q.limit {
+	if grow <= 0 {
 		return n
 	}
-	fit := max(size-off+(q.limit-q.used), 0) // largest write that fits
-	if fit < int64(n) {
-		return int(fit)
-	}
-	return n
+	// The write fits but for its excess; a write past the end may have
+	// no room at all.
+	return int(max(int64(n)-Excess(f.q.limit, f.q.used, grow), 0))
 }
 
 func (f *file) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
@@ -87,14 +81,9 @@ func (f *file) Truncate(size int64) sys.Errno {
 	if errno != 0 {
 		return f.File.Truncate(size)
 	}
-	delta := size - st.Size
-	if errno := q.reserve(delta); errno != 0 {
+	if errno := q.charged(size-st.Size, func() sys.Errno { return f.File.Truncate(size) }); errno != 0 {
 		return errno
 	}
-	if errno := f.File.Truncate(size); errno != 0 {
-		return errno
-	}
-	q.add(delta)
 	q.touch(f.path)
 	return 0
 }

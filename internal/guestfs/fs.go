@@ -119,14 +119,13 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 	case exists == 0 && flag&sys.O_TRUNC != 0 && before.Mode.IsRegular():
 		delta = -before.Size
 	}
-	if errno := q.reserve(delta); errno != 0 {
+	var f sys.File
+	if errno := q.charged(delta, func() (errno sys.Errno) {
+		f, errno = q.inner.OpenFile(c, flag, perm)
+		return errno
+	}); errno != 0 {
 		return nil, errno
 	}
-	f, errno := q.inner.OpenFile(c, flag, perm)
-	if errno != 0 {
-		return nil, errno
-	}
-	q.add(delta)
 	q.touch(c)
 	return &file{File: f, q: q, path: c}, 0
 }
@@ -157,14 +156,7 @@ func (q *FS) Mkdir(p string, perm fs.FileMode) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if errno := q.reserve(entryCost); errno != 0 {
-		return errno
-	}
-	if errno := q.inner.Mkdir(c, perm); errno != 0 {
-		return errno
-	}
-	q.add(entryCost)
-	return 0
+	return q.charged(entryCost, func() sys.Errno { return q.inner.Mkdir(c, perm) })
 }
 
 // Chmod implements sys.FS. A file shared with a checkpoint or a fork is
@@ -198,10 +190,9 @@ func (q *FS) Rename(from, to string) sys.Errno {
 	if _, errno := q.inner.Lstat(f); errno == 0 {
 		freed = q.entryCharge(t)
 	}
-	if errno := q.inner.Rename(f, t); errno != 0 {
+	if errno := q.charged(-freed, func() sys.Errno { return q.inner.Rename(f, t) }); errno != 0 {
 		return errno
 	}
-	q.add(-freed)
 	q.touch(t)
 	return 0
 }
@@ -214,11 +205,7 @@ func (q *FS) Rmdir(p string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if errno := q.inner.Rmdir(c); errno != 0 {
-		return errno
-	}
-	q.add(-entryCost)
-	return 0
+	return q.charged(-entryCost, func() sys.Errno { return q.inner.Rmdir(c) })
 }
 
 // Unlink implements sys.FS.
@@ -229,12 +216,7 @@ func (q *FS) Unlink(p string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	freed := q.entryCharge(c)
-	if errno := q.inner.Unlink(c); errno != 0 {
-		return errno
-	}
-	q.add(-freed)
-	return 0
+	return q.charged(-q.entryCharge(c), func() sys.Errno { return q.inner.Unlink(c) })
 }
 
 // Link implements sys.FS. The new name is charged like a copy.
@@ -253,13 +235,9 @@ func (q *FS) Link(oldPath, newPath string) sys.Errno {
 	if cost == 0 {
 		cost = entryCost
 	}
-	if errno := q.reserve(cost); errno != 0 {
+	if errno := q.charged(cost, func() sys.Errno { return q.inner.Link(o, n) }); errno != 0 {
 		return errno
 	}
-	if errno := q.inner.Link(o, n); errno != 0 {
-		return errno
-	}
-	q.add(cost)
 	q.touch(n)
 	return 0
 }
@@ -281,14 +259,7 @@ func (q *FS) Symlink(oldPath, linkName string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if errno := q.reserve(entryCost); errno != 0 {
-		return errno
-	}
-	if errno := q.inner.Symlink(oldPath, l); errno != 0 {
-		return errno
-	}
-	q.add(entryCost)
-	return 0
+	return q.charged(entryCost, func() sys.Errno { return q.inner.Symlink(oldPath, l) })
 }
 
 // Readlink implements sys.FS.

@@ -187,3 +187,50 @@ func TestQuotaReadBack(t *testing.T) {
 		t.Error(`"." is not a directory`)
 	}
 }
+
+func TestExcess(t *testing.T) {
+	for _, c := range []struct{ limit, used, n, want int64 }{
+		{0, 1 << 40, 1 << 40, 0}, // no quota
+		{-1, 10, 10, 0},
+		{100, 40, 60, 0}, // exactly full
+		{100, 40, 61, 1},
+		{100, 150, -20, 30}, // still above after freeing some
+		{100, 150, -60, 0},
+		{100, 0, 250, 150}, // a tree of 250 bytes in an empty quota
+	} {
+		if got := Excess(c.limit, c.used, c.n); got != c.want {
+			t.Errorf("Excess(%d, %d, %d) = %d, want %d", c.limit, c.used, c.n, got, c.want)
+		}
+	}
+}
+
+// A tree already above its quota (files put there from outside) can still
+// shrink, and a replacement that ends within the quota fits.
+func TestQuotaAboveTheLimitShrinks(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "big"), make([]byte, 1000), 0o600)
+	q, err := New(dir, entryCost+500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if _, ok := q.Fits("big", 900); ok {
+		t.Error("Fits(big, 900) above the quota")
+	}
+	if missing, ok := q.Fits("big", 400); !ok || missing != 0 {
+		t.Errorf("Fits(big, 400) = %d, %v", missing, ok)
+	}
+	f := mustOpen(t, q, "big", sys.O_RDWR)
+	if errno := f.Truncate(600); errno != 0 {
+		t.Fatalf("shrinking above the quota: %v", errno)
+	}
+	if n, errno := f.Pwrite([]byte("x"), 700); errno != ErrnoQuota || n != 0 {
+		t.Errorf("growing above the quota = %d, %v", n, errno)
+	}
+	if errno := f.Truncate(100); errno != 0 {
+		t.Fatal(errno)
+	}
+	if n, errno := f.Pwrite(make([]byte, 500), 100); errno != 0 || n != 400 {
+		t.Errorf("a write crossing the quota = %d, %v; want 400 written", n, errno)
+	}
+}

@@ -268,8 +268,8 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if exists(t.dir) || exists(t.state) {
 			return &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 		}
-		if limit := int64(m.cfg.MaxDiskMiB) << 20; limit > 0 {
-			if used, err := guestfs.Usage(src.dir); err == nil && used > limit {
+		if limit := m.cfg.diskQuota(); limit > 0 {
+			if used, err := guestfs.Usage(src.dir); err == nil && guestfs.Excess(limit, 0, used) > 0 {
 				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota of %d MiB", used, m.cfg.MaxDiskMiB)}
 			}
 		}

@@ -60,3 +60,6 @@ func openDisk(dir string, limitBytes int64) (Disk, error) {
 	}
 	return d, nil
 }
+
+// diskQuota is MaxDiskMiB in bytes (0: none), the limit of every Disk.
+func (c Config) diskQuota() int64 { return int64(c.MaxDiskMiB) << 20 }

@@ -549,7 +549,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 
 	if disk.Refused() > refused {
 		out.DiskFull = true
-		out.DiskQuotaBytes = int64(m.cfg.MaxDiskMiB) << 20
+		out.DiskQuotaBytes = m.cfg.diskQuota()
 	}
 	m.mu.Lock()
 	w.running = false
@@ -629,7 +629,7 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	}
 	if disk == nil {
 		var err error
-		if disk, err = openDisk(w.dir, int64(m.cfg.MaxDiskMiB)<<20); err != nil {
+		if disk, err = openDisk(w.dir, m.cfg.diskQuota()); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
