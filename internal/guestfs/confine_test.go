@@ -24,37 +24,63 @@ func outsideSetup(t *testing.T) (ws, parent string) {
 	return ws, parent
 }
 
-// TestDirFSEscapes pins what wazero's own DirFS does with escaping paths, so
-// a wazero upgrade that changes it is noticed. DirFS does not confine: ".."
-// and symlinks reach the host. (WASI path resolution rejects ".." and
-// absolute paths before DirFS sees them, but not symlinks.)
+// TestDirFSEscapes pins what wazero's own DirFS does with escaping paths,
+// so a wazero upgrade that changes it is noticed, and checks that an FS on
+// the same directory refuses each escape DirFS allows. DirFS does not
+// confine: ".." and symlinks reach the host. (WASI path resolution rejects
+// ".." and absolute paths before DirFS sees them, but not symlinks.)
 func TestDirFSEscapes(t *testing.T) {
 	ws, _ := outsideSetup(t)
 	d := sysfs.DirFS(ws)
+	q, err := New(ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	readsSecret := func(fsys sys.FS, p string) (bool, sys.Errno) {
+		f, errno := fsys.OpenFile(p, sys.O_RDONLY, 0)
+		if errno != 0 {
+			return false, errno
+		}
+		defer f.Close()
+		buf := make([]byte, 16)
+		n, _ := f.Read(buf)
+		return string(buf[:n]) == "s3cr3t", 0
+	}
 
-	if f, errno := d.OpenFile("../secret", sys.O_RDONLY, 0); errno == 0 {
-		f.Close()
-		t.Log("DirFS follows ../ out of its directory (an FS refuses it)")
-	} else {
-		t.Logf("DirFS refuses ../: %v", errno)
+	// ".." climbs out of DirFS's directory ...
+	if ok, errno := readsSecret(d, "../secret"); !ok {
+		t.Errorf("DirFS ../secret = %v: DirFS no longer follows ../ (see confine.go)", errno)
+	}
+	// ... and not out of an FS's.
+	if ok, errno := readsSecret(q, "../secret"); ok || errno != sys.EPERM {
+		t.Errorf("FS ../secret = read %v, %v; want EPERM", ok, errno)
 	}
 	// An absolute path is concatenated to the directory, so it stays inside.
 	if _, errno := d.Stat("/secret"); errno != sys.ENOENT {
 		t.Errorf("DirFS Stat(/secret) = %v, want ENOENT (joined under the dir)", errno)
 	}
-	// An absolute symlink target is refused ...
+	// An absolute symlink target is refused by both ...
 	if errno := d.Symlink("/etc", "abs"); errno != sys.EPERM {
 		t.Errorf("DirFS Symlink(/etc) = %v, want EPERM", errno)
 	}
-	// ... but a relative one that climbs out is created and followed.
+	if errno := q.Symlink("/etc", "abs"); errno != sys.EPERM {
+		t.Errorf("FS Symlink(/etc) = %v, want EPERM", errno)
+	}
+	// ... a relative one that climbs out is refused by an FS ...
+	if errno := q.Symlink("..", "up"); errno != sys.EPERM {
+		t.Errorf("FS Symlink(..) = %v, want EPERM", errno)
+	}
+	// ... but created and followed by DirFS, and not followed by an FS.
 	if errno := d.Symlink("..", "up"); errno != 0 {
 		t.Fatalf("DirFS Symlink(..): %v", errno)
 	}
-	f, errno := d.OpenFile("up/secret", sys.O_RDONLY, 0)
-	if errno != 0 {
-		t.Fatalf("expected DirFS to follow the escaping symlink; got %v", errno)
+	if ok, errno := readsSecret(d, "up/secret"); !ok {
+		t.Errorf("DirFS up/secret = %v: DirFS no longer follows an escaping symlink", errno)
 	}
-	f.Close()
+	if ok, errno := readsSecret(q, "up/secret"); ok || errno != sys.EPERM {
+		t.Errorf("FS up/secret = read %v, %v; want EPERM", ok, errno)
+	}
 }
 
 func TestConfinement(t *testing.T) {
