@@ -19,7 +19,7 @@ func reflink(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	err = unix.IoctlFileClone(int(out.Fd()), int(in.Fd()))
+	err = clone(out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -31,4 +31,9 @@ func reflink(src, dst string) error {
 		os.Chmod(dst, info.Mode().Perm())
 	}
 	return nil
+}
+
+// clone makes dst, an empty file, a copy-on-write clone of src (FICLONE).
+func clone(dst, src *os.File) error {
+	return unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
 }

@@ -2,6 +2,13 @@
 
 package guestfs
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
-func reflink(src, dst string) error { return errors.New("not supported on this system") }
+var errUnsupported = errors.New("not supported on this system")
+
+func reflink(src, dst string) error { return errUnsupported }
+
+func clone(dst, src *os.File) error { return errUnsupported }

@@ -1,18 +1,15 @@
 package guestfs
 
 import (
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
-)
 
-// tmpPrefix starts the names of the temporary files an unshare makes beside
-// the file: the prefix of every temporary entry of the data directory.
-const tmpPrefix = "~tmp"
+	"execd/internal/atomicfile"
+)
 
 // CopyTree makes dst (which must not exist) a copy of the tree at src, for
 // checkpoints, their restore and forks. Each regular file is shared where
@@ -89,8 +86,9 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 // checkpoint or a fork, see [CopyTree]): a change in one workspace must
 // never show in another, or in a checkpoint. With truncate the content is
 // not needed and the name is simply replaced by an empty file with the old
-// mode. Links the guest made itself inside the workspace are unshared too:
-// after a checkpoint they behave as copies. Callers hold q.mu.
+// mode. Either way the name is replaced by a new file (atomicfile), never
+// half written. Links the guest made itself inside the workspace are
+// unshared too: after a checkpoint they behave as copies. Callers hold q.mu.
 func (q *FS) unshare(p string, truncate bool) sys.Errno {
 	st, errno := q.inner.Stat(p)
 	if errno != 0 || !st.Mode.IsRegular() || st.Nlink <= 1 {
@@ -101,48 +99,33 @@ func (q *FS) unshare(p string, truncate bool) sys.Errno {
 		return errno
 	}
 	host := filepath.Join(q.dir, filepath.FromSlash(name))
-	if !truncate {
-		return sys.UnwrapOSError(unshareFile(host, st.Mode.Perm()))
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(host), tmpPrefix+"*")
+	err := atomicfile.Write(host, st.Mode.Perm(), atomicfile.Atomic, func(f *os.File) error {
+		if truncate {
+			return nil // the content is not needed
+		}
+		return copyInto(f, host)
+	})
 	if err != nil {
 		return sys.UnwrapOSError(err)
 	}
-	tmp.Chmod(st.Mode.Perm())
-	tmp.Close()
-	if err := os.Rename(tmp.Name(), host); err != nil {
-		os.Remove(tmp.Name())
-		return sys.UnwrapOSError(err)
+	if truncate {
+		q.add(-st.Size) // the name now holds an empty file
 	}
-	q.add(-st.Size) // the name now holds an empty file
 	return 0
 }
 
-// unshareFile gives the file at host a data block of its own: a private
-// copy is made beside it and renamed over it.
-func unshareFile(host string, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(host), tmpPrefix+"*")
+// copyInto copies the file at src into the empty file f without sharing
+// its data with src by a link: a reflink (which shares only until either
+// changes) or the bytes.
+func copyInto(f *os.File, src string) error {
+	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
-	tmp.Close()
-	os.Remove(name)
-	if err := shareCopy(host, name, perm); err != nil {
-		os.Remove(name)
-		return err
+	defer in.Close()
+	if clone(f, in) == nil {
+		return nil
 	}
-	if err := os.Rename(name, host); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("unshare: %w", err)
-	}
-	return nil
-}
-
-// shareCopy is a copy that never hard-links: a reflink or the bytes.
-func shareCopy(src, dst string, perm fs.FileMode) error {
-	if reflink(src, dst) == nil {
-		return os.Chmod(dst, perm)
-	}
-	return copyFile(src, dst, perm)
+	_, err = io.Copy(f, in)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"execd/internal/atomicfile"
 	"execd/internal/guestfs"
 )
 
@@ -81,7 +82,7 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 			return stateError("could not create the checkpoint", err)
 		}
 		done = true
-		if err := syncDir(root); err != nil {
+		if err := atomicfile.SyncDir(root); err != nil {
 			m.log.Warn("sync checkpoint directory", zap.Error(err))
 		}
 		return nil

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"execd/internal/atomicfile"
 )
 
 // On disk, under the data directory (see names.go for why no id can collide
@@ -26,9 +27,10 @@ const (
 	stateDirName      = "~state"
 	checkpointDirName = "checkpoints"
 	filesDirName      = "files"
-	// tmpPrefix starts the name of everything being built: a SIGKILL may
-	// leave such entries behind, and sweepTemps removes them at start.
-	tmpPrefix = "~tmp"
+	// tmpPrefix starts the name of everything being built (the prefix of
+	// atomicfile's temporary files too): a SIGKILL may leave such entries
+	// behind, and sweepTemps removes them at start.
+	tmpPrefix = atomicfile.TempPrefix
 )
 
 // note is the content of a <lang>.note file: the truth about one
@@ -101,10 +103,10 @@ func writeNote(stateDir, lang string, n note) error {
 			return err
 		}
 	}
-	return writeFileAtomic(p, func(w io.Writer) error {
-		_, err := w.Write(b)
+	return atomicfile.Write(p, 0o600, atomicfile.Atomic, func(f *os.File) error {
+		_, err := f.Write(b)
 		return err
-	}, false)
+	})
 }
 
 // writeImage writes img to lang's image file atomically and durably, with
@@ -113,14 +115,14 @@ func writeNote(stateDir, lang string, n note) error {
 func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, error) {
 	p := imagePath(stateDir, lang)
 	var n int64
-	err := writeFileAtomic(p, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 256<<10)
+	err := atomicfile.Write(p, 0o600, atomicfile.Durable, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 256<<10)
 		var err error
 		if n, err = img.WriteTo(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
-	}, true)
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -141,57 +143,6 @@ func readImage(f Factory, stateDir, lang string) (Image, error) {
 	}
 	defer file.Close()
 	return f.ReadImage(bufio.NewReaderSize(file, 256<<10))
-}
-
-// writeFileAtomic writes path through a temporary file in the same
-// directory (write gets it unbuffered), mode 0600, and renames it into place, so that a reader (or a
-// restart after SIGKILL) sees the old content or the new, never a part.
-// With durable, the file is synced before the rename and the directory
-// after it.
-func writeFileAtomic(path string, write func(io.Writer) error, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if durable {
-		if err := tmp.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	ok = true
-	if durable {
-		return syncDir(dir)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func ignoreMissing(err error) error {
