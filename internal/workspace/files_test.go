@@ -230,3 +230,32 @@ func FuzzCleanPath(f *testing.F) {
 		}
 	})
 }
+
+func TestQuotaThroughFSFactory(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
+	big := strings.Repeat("x", 600<<10)
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusOK {
+		t.Fatalf("first write: %+v", out.Result.Stderr)
+	}
+	// A write past the quota is shortened to fit (a guest's libc then
+	// retries the rest, which fails); a write with no room fails.
+	run(t, m, "p", "w", "write b "+big+big)
+	out := run(t, m, "p", "w", "write c "+big)
+	if !out.DiskFull || out.DiskQuotaBytes != 1<<20 {
+		t.Errorf("a write on the full quota: DiskFull %v, DiskQuotaBytes %d", out.DiskFull, out.DiskQuotaBytes)
+	}
+	if strings.Contains(out.Result.Stderr, "quota") {
+		t.Errorf("the registry wrote words into stderr: %q", out.Result.Stderr)
+	}
+	if l := m.List("p"); len(l) != 1 || l[0].DiskBytes > 1<<20 {
+		t.Errorf("List = %+v", l)
+	}
+	// Files: true gives the space back.
+	if err := m.Reset(context.Background(), "p", "w", true); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusReset || out.Result.Stderr != "" {
+		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
+	}
+}
