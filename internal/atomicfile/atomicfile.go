@@ -6,9 +6,12 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // TempPrefix starts the name of every temporary file Write makes. A crash
@@ -80,4 +83,40 @@ func SyncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ErrNotRegular is what Open and ReadFile return, wrapped in an
+// *fs.PathError, for a path that names something other than a regular file
+// (a FIFO, a device, a socket, a directory).
+var ErrNotRegular = errors.New("not a regular file")
+
+// Open opens the regular file at path for reading. It never waits: a FIFO
+// is opened without blocking (O_NONBLOCK) and, like anything else that is
+// not a regular file, refused with ErrNotRegular, so that a file planted
+// where one of Write's belongs cannot hang its reader.
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	return f, nil
+}
+
+// ReadFile is os.ReadFile through Open.
+func ReadFile(path string) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -2,9 +2,11 @@ package atomicfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -71,5 +73,27 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 	}
 	if strings.Join(got, ",") != strings.Join(names, ",") {
 		t.Errorf("%s holds %q, want %q", dir, got, names)
+	}
+}
+
+func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("fifo", filepath.Join(dir, "link"))
+	for _, p := range []string{fifo, filepath.Join(dir, "link"), dir, "/dev/null"} {
+		if _, err := ReadFile(p); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadFile(%s) = %v, want ErrNotRegular", p, err)
+		}
+	}
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("data"), 0o600)
+	if b, err := ReadFile(p); err != nil || string(b) != "data" {
+		t.Errorf("ReadFile of a regular file = %q, %v", b, err)
+	}
+	if _, err := Open(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open of a missing file = %v", err)
 	}
 }

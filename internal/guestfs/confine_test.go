@@ -1,9 +1,12 @@
 package guestfs
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
@@ -217,5 +220,38 @@ func TestSymlinkTargets(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(parent, "secret")); string(b) != "s3cr3t" {
 		t.Error("secret changed")
+	}
+}
+
+// What only the host can make (a FIFO, a device) is not opened for the
+// guest, directly or through a link: opening a FIFO would wait forever.
+func TestSpecialFilesAreNotOpened(t *testing.T) {
+	q, dir := newTestFS(t, 0)
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("pipe", filepath.Join(dir, "link"))
+	for _, c := range []struct {
+		p    string
+		flag sys.Oflag
+	}{
+		{"pipe", sys.O_RDONLY}, {"pipe", sys.O_WRONLY}, {"pipe", sys.O_RDWR | sys.O_APPEND}, {"link", sys.O_RDONLY}, {"pipe", rw},
+	} {
+		if f, errno := q.OpenFile(c.p, c.flag, 0o600); errno != sys.ENOTSUP {
+			if errno == 0 {
+				f.Close()
+			}
+			t.Errorf("OpenFile(%s, %v) = %v, want ENOTSUP", c.p, c.flag, errno)
+		}
+	}
+	// The entries themselves can still be inspected and removed.
+	if st, errno := q.Lstat("pipe"); errno != 0 || st.Mode&fs.ModeNamedPipe == 0 {
+		t.Errorf("Lstat(pipe) = %v, %v", st.Mode, errno)
+	}
+	if errno := q.Unlink("link"); errno != 0 {
+		t.Errorf("Unlink(link) = %v", errno)
+	}
+	if _, _, err := q.ReadFile("pipe", 0, 10); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("ReadFile(pipe) = %v, want fs.ErrInvalid", err)
 	}
 }

@@ -87,14 +87,22 @@ func (q *FS) Close() error {
 // writeFlags are the open flags that let the guest change a file.
 const writeFlags = sys.O_WRONLY | sys.O_RDWR | sys.O_APPEND | sys.O_TRUNC
 
-// OpenFile implements sys.FS.
+// OpenFile implements sys.FS. What is neither a regular file, a directory
+// nor a link (a FIFO, a device, a socket: only the host can make one here)
+// is not opened but refused with ENOTSUP: opening a FIFO waits for its
+// other end, which would hang the run, and the Close of the daemon behind
+// it, in a system call no interrupt reaches.
 func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys.Errno) {
-	c, errno := q.checked(p, flag&sys.O_NOFOLLOW == 0)
+	follow := flag&sys.O_NOFOLLOW == 0
+	c, errno := q.checked(p, follow)
 	if errno != 0 {
 		return nil, errno
 	}
 	if c == "." && flag == sys.O_RDONLY {
 		return q.newRootDir(), 0 // the preopen's handle, see rootDir
+	}
+	if q.special(c, follow) {
+		return nil, sys.ENOTSUP
 	}
 	if flag&writeFlags == 0 && flag&sys.O_CREAT == 0 {
 		f, errno := q.inner.OpenFile(c, flag, perm)
@@ -128,6 +136,17 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 	}
 	q.touch(c)
 	return &file{File: f, q: q, path: c}, 0
+}
+
+// special reports whether p names (through its links when follow) a file
+// that is not regular, a directory or a link.
+func (q *FS) special(p string, follow bool) bool {
+	stat := q.inner.Lstat
+	if follow {
+		stat = q.inner.Stat
+	}
+	st, errno := stat(p)
+	return errno == 0 && st.Mode.Type()&^(fs.ModeDir|fs.ModeSymlink) != 0
 }
 
 // Lstat implements sys.FS.

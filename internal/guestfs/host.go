@@ -23,7 +23,12 @@ import (
 // ReadFile reads at most length bytes from offset of the regular file at
 // p, and describes the file. Reading at or past the end gives no data.
 func (q *FS) ReadFile(p string, offset, length int64) (fs.FileInfo, []byte, error) {
-	f, errno := q.OpenFile(p, sys.O_RDONLY, 0)
+	// O_NONBLOCK: a FIFO is refused by OpenFile, and would not be waited
+	// for even if it appeared after that check.
+	f, errno := q.OpenFile(p, sys.O_RDONLY|sys.O_NONBLOCK, 0)
+	if errno == sys.ENOTSUP {
+		return nil, nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrInvalid}
+	}
 	if errno != 0 {
 		return nil, nil, pathError("open", p, errno)
 	}
@@ -73,6 +78,9 @@ func (q *FS) WriteFile(p string, data []byte) (fs.FileInfo, error) {
 		return pathError(op, p, errno)
 	}
 	f, errno := q.OpenFile(p, sys.O_WRONLY|sys.O_CREAT|sys.O_TRUNC, 0o644)
+	if errno == sys.ENOTSUP {
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrInvalid}
+	}
 	if errno != 0 {
 		return nil, failed("open", errno)
 	}

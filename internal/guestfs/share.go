@@ -47,28 +47,50 @@ func CopyTree(src, dst string) error {
 
 // ShareFile makes dst a copy of the regular file src: a reflink, a hard
 // link, or a byte copy, whichever works first. A file shared so must only
-// ever be replaced, never changed in place, except through an FS.
+// ever be replaced, never changed in place, except through an FS. A src
+// that is not a regular file is refused (atomicfile.ErrNotRegular), never
+// waited for.
 func ShareFile(src, dst string) error {
-	if reflink(src, dst) == nil {
+	in, err := atomicfile.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	if reflink(in, dst, info.Mode().Perm()) == nil {
 		return nil
 	}
 	if os.Link(src, dst) == nil {
 		return nil
 	}
-	info, err := os.Stat(src)
-	if err != nil {
-		return err
-	}
-	return copyFile(src, dst, info.Mode().Perm())
+	return copyFile(in, dst, info.Mode().Perm())
 }
 
-// copyFile copies the bytes of src to a new file dst with mode perm.
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
+// reflink makes dst, a new file with mode perm, a copy-on-write clone of
+// in. It fails on file systems without shared extents (ext4, tmpfs).
+func reflink(in *os.File, dst string, perm fs.FileMode) error {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	err = clone(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(dst, perm)
+	}
+	if err != nil {
+		os.Remove(dst)
+	}
+	return err
+}
+
+// copyFile copies the bytes of in to a new file dst with mode perm.
+func copyFile(in *os.File, dst string, perm fs.FileMode) error {
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
@@ -118,7 +140,7 @@ func (q *FS) unshare(p string, truncate bool) sys.Errno {
 // its data with src by a link: a reflink (which shares only until either
 // changes) or the bytes.
 func copyInto(f *os.File, src string) error {
-	in, err := os.Open(src)
+	in, err := atomicfile.Open(src)
 	if err != nil {
 		return err
 	}

@@ -218,7 +218,7 @@ func newBase(img *Image) (*base, error) {
 
 // loadBase reads a cached base image made for g's module and p.
 func (e *Engine) loadBase(g *guest, p initParams, path string) (*base, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path) // a FIFO planted in the cache is refused, not waited for
 	if err != nil {
 		return nil, err
 	}

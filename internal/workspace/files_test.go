@@ -259,3 +259,37 @@ func TestQuotaThroughFSFactory(t *testing.T) {
 		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
 	}
 }
+
+// A FIFO (or a device) among a workspace's files is neither read nor
+// written, by the file tools or by the code: opening one would wait for a
+// writer, or a reader, that never comes.
+func TestFilesThatAreNotRegularAreRefused(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	ctx := context.Background()
+	run(t, m, "p", "w", "write a.txt x")
+	fifo := filepath.Join(m.cfg.DataDir, "p", "w", "pipe")
+	mkfifo(t, fifo)
+	os.Symlink("pipe", filepath.Join(m.cfg.DataDir, "p", "w", "to-pipe"))
+	for _, p := range []string{"pipe", "to-pipe"} {
+		if _, err := m.ReadFile(ctx, "p", "w", p, 0, 10); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadFile(%s) = %v; want InvalidPath, not a regular file", p, err)
+		}
+		if _, err := m.WriteFile(ctx, "p", "w", p, []byte("x")); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("WriteFile(%s) = %v; want InvalidPath, not a regular file", p, err)
+		}
+		if out := run(t, m, "p", "w", "read "+p); out.Result.Status != StatusError {
+			t.Errorf("the code reads %s: %+v", p, out.Result)
+		}
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v, %v", st, err)
+	}
+	// Checkpoints and forks leave it out (copyTree copies files, links and
+	// directories only).
+	if _, err := m.Fork(ctx, "p", "w", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.cfg.DataDir, "p", "w2", "pipe")); !os.IsNotExist(err) {
+		t.Errorf("the fork has the FIFO: %v", err)
+	}
+}

@@ -53,10 +53,13 @@ func imagePath(stateDir, lang string) string { return filepath.Join(stateDir, la
 func notePath(stateDir, lang string) string  { return filepath.Join(stateDir, lang+".note") }
 
 // readNote returns the note of lang in stateDir; a missing or unreadable
-// file is noteNone, an empty one noteLive (see writeNote), a damaged one
-// the reason image_corrupt.
+// file is noteNone, an empty one noteLive (see writeNote), a damaged one,
+// or one that is not a regular file, the reason image_corrupt.
 func readNote(stateDir, lang string) note {
-	b, err := os.ReadFile(notePath(stateDir, lang))
+	b, err := atomicfile.ReadFile(notePath(stateDir, lang))
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return note(ReasonImageCorrupt)
+	}
 	if err != nil {
 		return noteNone
 	}
@@ -132,12 +135,16 @@ func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, er
 	return n, nil
 }
 
-// readImage decodes lang's image through the Factory.
+// readImage decodes lang's image through the Factory. An image that is not
+// a regular file (a FIFO, a device) is corrupt, and never waited for.
 func readImage(f Factory, stateDir, lang string) (Image, error) {
-	file, err := os.Open(imagePath(stateDir, lang))
+	file, err := atomicfile.Open(imagePath(stateDir, lang))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("%w: the image file is missing", ErrImageCorrupt)
+		case errors.Is(err, atomicfile.ErrNotRegular):
+			return nil, fmt.Errorf("%w: %w", ErrImageCorrupt, err)
 		}
 		return nil, err
 	}
