@@ -11,7 +11,8 @@ import (
 type file struct {
 	sys.File
 	q    *FS
-	path string // as opened, relative to the root
+	path string    // as opened, relative to the root
+	flag sys.Oflag // as opened
 }
 
 // room returns how many of n bytes written at off fit, given the file's
@@ -85,5 +86,58 @@ func (f *file) Truncate(size int64) sys.Errno {
 		return errno
 	}
 	q.touch(f.path)
+	return 0
+}
+
+// Utimens implements sys.File. The times belong to the data: a file shared
+// with a checkpoint or a fork is unshared first (unshareOpen), as a change
+// through its name would be.
+func (f *file) Utimens(atim, mtim int64) sys.Errno {
+	q := f.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if errno := f.unshareOpen(); errno != 0 {
+		return errno
+	}
+	return f.File.Utimens(atim, mtim)
+}
+
+// unshareOpen gives the open file a data block of its own when it shares
+// one (FS.unshare), and moves the handle to the private copy: reopened
+// with its flags and at its offset. An open for writing was unshared
+// already; this is for a handle opened only for reading. A shared file
+// whose name no longer names it (renamed since it was opened) cannot be
+// unshared by name: EACCES (not EPERM, on which wazero retries by the name
+// the file was opened with, which may now be another file's). Callers hold
+// q.mu.
+func (f *file) unshareOpen() sys.Errno {
+	st, errno := f.File.Stat()
+	if errno != 0 || !st.Mode.IsRegular() || st.Nlink <= 1 {
+		return 0
+	}
+	stat := f.q.inner.Stat
+	if f.flag&sys.O_NOFOLLOW != 0 {
+		stat = f.q.inner.Lstat
+	}
+	if now, errno := stat(f.path); errno != 0 || now.Ino != st.Ino || now.Dev != st.Dev {
+		return sys.EACCES
+	}
+	off, errno := f.File.Seek(0, io.SeekCurrent)
+	if errno != 0 {
+		return errno
+	}
+	if errno := f.q.unshare(f.path, false); errno != 0 {
+		return errno
+	}
+	nf, errno := f.q.inner.OpenFile(f.path, f.flag&^(sys.O_CREAT|sys.O_EXCL|sys.O_TRUNC), 0)
+	if errno != 0 {
+		return errno
+	}
+	if _, errno := nf.Seek(off, io.SeekStart); errno != 0 {
+		nf.Close()
+		return errno
+	}
+	f.File.Close()
+	f.File = nf
 	return 0
 }

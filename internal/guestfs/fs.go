@@ -109,7 +109,7 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 		if errno != 0 {
 			return nil, errno
 		}
-		return &file{File: f, q: q, path: c}, 0
+		return &file{File: f, q: q, path: c, flag: flag}, 0
 	}
 
 	q.mu.Lock()
@@ -135,7 +135,7 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 		return nil, errno
 	}
 	q.touch(c)
-	return &file{File: f, q: q, path: c}, 0
+	return &file{File: f, q: q, path: c, flag: flag}, 0
 }
 
 // special reports whether p names (through its links when follow) a file

@@ -61,3 +61,53 @@ func TestSharedFilesAreUnshared(t *testing.T) {
 		t.Errorf("Used = %d, want %d", got, want)
 	}
 }
+
+// Times set through a handle (futimens; Python's os.utime(fd, …)) belong
+// to the data too: a file shared with a checkpoint or a fork is unshared
+// first, and the handle goes on with the private copy.
+func TestTimesThroughAHandleAreUnshared(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	for _, name := range []string{"big.bin", "moved"} {
+		os.WriteFile(filepath.Join(dir, name), []byte("shared data"), 0o640)
+		if err := os.Link(filepath.Join(dir, name), filepath.Join(other, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st0, _ := os.Stat(filepath.Join(other, "big.bin"))
+	q, err := New(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	f := mustOpen(t, q, "big.bin", sys.O_RDONLY)
+	buf := make([]byte, 6)
+	f.Read(buf)
+	const when = int64(1e9) * 1e9 // 2001-09-09
+	if errno := f.Utimens(when, when); errno != 0 {
+		t.Fatalf("Utimens: %v", errno)
+	}
+	if st, _ := os.Stat(filepath.Join(other, "big.bin")); !st.ModTime().Equal(st0.ModTime()) {
+		t.Errorf("the other copy's mtime changed to %v", st.ModTime())
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "big.bin")); st.ModTime().UnixNano() != when {
+		t.Errorf("the workspace's mtime is %v", st.ModTime())
+	}
+	if st, errno := f.Stat(); errno != 0 || st.Mtim != when || st.Nlink != 1 {
+		t.Errorf("the handle sees mtime %d, %d links (%v)", st.Mtim, st.Nlink, errno)
+	}
+	if n, _ := f.Read(buf); string(buf[:n]) != " data" {
+		t.Errorf("the handle reads on %q", buf[:n])
+	}
+	// A handle whose name was renamed since cannot be unshared by name:
+	// refused, never written through.
+	g := mustOpen(t, q, "moved", sys.O_RDONLY)
+	if errno := q.Rename("moved", "elsewhere"); errno != 0 {
+		t.Fatal(errno)
+	}
+	if errno := g.Utimens(when, when); errno != sys.EACCES {
+		t.Errorf("Utimens after a rename = %v, want EACCES", errno)
+	}
+	if st, _ := os.Stat(filepath.Join(other, "moved")); st.ModTime().UnixNano() == when {
+		t.Error("the other copy's mtime changed through a renamed handle")
+	}
+}

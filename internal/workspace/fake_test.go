@@ -26,6 +26,7 @@ import (
 //	set K V    remember K=V          get K      value of K
 //	write F S  write S to file F     read F     content of file F
 //	open F     keep F open (the runner then cannot be saved)   close
+//	utimefd F  set F's times through a handle opened for reading
 //	rand       the next number of the runner's generator
 //	wait       block until released
 //	ask P      the answer of the run's Input to the prompt P
@@ -236,6 +237,15 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		k, _ := file.Read(buf)
 		file.Close()
 		set(string(buf[:k]))
+	case len(f) == 2 && f[0] == "utimefd": // os.utime(fd, (1e9, 1e9)) on a file opened for reading
+		file, errno := r.fsys.OpenFile(f[1], sys.O_RDONLY, 0)
+		if errno == 0 {
+			errno = file.Utimens(1e18, 1e18)
+			file.Close()
+		}
+		if errno != 0 {
+			fail(errno.Error())
+		}
 	case len(f) == 2 && f[0] == "open":
 		file, errno := r.fsys.OpenFile(f[1], sys.O_RDWR|sys.O_CREAT, 0o600)
 		if errno != 0 {
