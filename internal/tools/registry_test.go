@@ -34,8 +34,8 @@ type varsFactory struct{}
 func (varsFactory) Languages() []string   { return []string{"javascript"} }
 func (varsFactory) Compiling(string) bool { return false }
 
-func (varsFactory) NewRunner(_ context.Context, lang string, fsys sys.FS) (workspace.Runner, error) {
-	return &varsRunner{fsys: fsys, vars: map[string]string{}}, nil
+func (varsFactory) NewRunner(_ context.Context, lang string, disk workspace.Disk) (workspace.Runner, error) {
+	return &varsRunner{fsys: disk.(sys.FS), vars: map[string]string{}}, nil
 }
 
 func (varsFactory) ReadImage(r io.Reader) (workspace.Image, error) {
@@ -46,12 +46,12 @@ func (varsFactory) ReadImage(r io.Reader) (workspace.Image, error) {
 	return img, nil
 }
 
-func (varsFactory) Restore(_ context.Context, img workspace.Image, fsys sys.FS, _ bool) (workspace.Runner, error) {
+func (varsFactory) Restore(_ context.Context, img workspace.Image, disk workspace.Disk, _ bool) (workspace.Runner, error) {
 	vars := map[string]string{}
 	for k, v := range img.(varsImage) {
 		vars[k] = v
 	}
-	return &varsRunner{fsys: fsys, vars: vars}, nil
+	return &varsRunner{fsys: disk.(sys.FS), vars: vars}, nil
 }
 
 type varsImage map[string]string

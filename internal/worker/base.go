@@ -1,7 +1,7 @@
 package worker
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"execd/internal/atomicfile"
 	"execd/sandbox"
 )
 
@@ -163,7 +164,7 @@ func (e *Engine) makeBase(g *guest, p initParams, k [32]byte) (*base, error) {
 	e.log.Debug("base image made", zap.String("language", g.lang), zap.Duration("took", time.Since(start)),
 		zap.Int("pages", len(img.pages)), zap.Uint64("memory", img.memSize))
 	if path != "" {
-		if err := writeFileAtomic(path, img); err != nil {
+		if err := writeImageFile(path, img); err != nil {
 			e.log.Warn("base image not cached", zap.String("path", path), zap.Error(err))
 		}
 	}
@@ -217,7 +218,7 @@ func newBase(img *Image) (*base, error) {
 
 // loadBase reads a cached base image made for g's module and p.
 func (e *Engine) loadBase(g *guest, p initParams, path string) (*base, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path) // a FIFO planted in the cache is refused, not waited for
 	if err != nil {
 		return nil, err
 	}
@@ -232,45 +233,20 @@ func (e *Engine) loadBase(g *guest, p initParams, path string) (*base, error) {
 	return newBase(img)
 }
 
-// writeFileAtomic writes img to path: a temporary file in the same
-// directory, synced, then renamed over path, so that a reader (or a crash)
-// sees the old file or the new one, never half of one. Mode 0600.
-func writeFileAtomic(path string, img *Image) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// writeImageFile writes img to path durably and atomically (a reader, or a
+// crash, sees the old file or the new one, never half of one), mode 0600,
+// making path's directory if needed.
+func writeImageFile(path string, img *Image) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	var buf bytes.Buffer
-	_, err = img.WriteTo(&buf)
-	if err == nil {
-		_, err = f.Write(buf.Bytes())
-	}
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, 0o600, atomicfile.Durable, func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 256<<10)
+		if _, err := img.WriteTo(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 func (g *guest) closeBases() {

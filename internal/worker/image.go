@@ -209,26 +209,26 @@ func readN(r io.Reader, n int64) ([]byte, error) {
 // parseHeader reads the header fields and checks each one's range; the
 // page indices are checked by decodePayload.
 func parseHeader(h []byte) (img *Image, pages, payload uint32, err error) {
-	b := &byteReader{b: h}
+	b := &reader{b: h}
 	img = &Image{}
-	img.lang = string(b.next(int(b.u8())))
-	copy(img.module[:], b.next(32))
-	img.init.heapLimit = b.u32()
-	img.init.preload = string(b.next(int(b.u32())))
-	copy(img.parent[:], b.next(32))
-	img.memSize = b.u64()
-	img.clock = int64(b.u64())
-	ng := int(b.u16())
+	img.lang = string(b.bytes(int(b.byte())))
+	copy(img.module[:], b.bytes(32))
+	img.init.heapLimit = b.le32()
+	img.init.preload = string(b.bytes(int(b.le32())))
+	copy(img.parent[:], b.bytes(32))
+	img.memSize = b.le64()
+	img.clock = int64(b.le64())
+	ng := int(b.le16())
 	if ng > maxGlobals {
 		return nil, 0, 0, fmt.Errorf("%d globals", ng)
 	}
-	for i := 0; i < ng && !b.short; i++ {
-		img.globals = append(img.globals, imageGlobal{typ: b.u8(), val: b.u64()})
+	for i := 0; i < ng && b.err == nil; i++ {
+		img.globals = append(img.globals, imageGlobal{typ: b.byte(), val: b.le64()})
 	}
-	pages = b.u32()
-	payload = b.u32()
+	pages = b.le32()
+	payload = b.le32()
 	switch {
-	case b.short:
+	case b.err != nil:
 		return nil, 0, 0, errors.New("header too short")
 	case b.off != len(h):
 		return nil, 0, 0, errors.New("trailing bytes in the header")
@@ -276,51 +276,4 @@ func (img *Image) decodePayload(payload []byte, n int) error {
 	}
 	img.data = out[n*4:]
 	return nil
-}
-
-// byteReader reads little-endian fields; reading past the end sets short
-// and yields zeros.
-type byteReader struct {
-	b     []byte
-	off   int
-	short bool
-}
-
-func (r *byteReader) next(n int) []byte {
-	if n < 0 || n > len(r.b)-r.off {
-		r.short = true
-		r.off = len(r.b)
-		return nil
-	}
-	s := r.b[r.off : r.off+n]
-	r.off += n
-	return s
-}
-
-func (r *byteReader) u8() uint8 {
-	if s := r.next(1); len(s) == 1 {
-		return s[0]
-	}
-	return 0
-}
-
-func (r *byteReader) u16() uint16 {
-	if s := r.next(2); len(s) == 2 {
-		return binary.LittleEndian.Uint16(s)
-	}
-	return 0
-}
-
-func (r *byteReader) u32() uint32 {
-	if s := r.next(4); len(s) == 4 {
-		return binary.LittleEndian.Uint32(s)
-	}
-	return 0
-}
-
-func (r *byteReader) u64() uint64 {
-	if s := r.next(8); len(s) == 8 {
-		return binary.LittleEndian.Uint64(s)
-	}
-	return 0
 }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -523,83 +522,6 @@ func TestHostileCode(t *testing.T) {
 			if r := mustRun(t, w, "mark", StatusOK); value(r) != "42" {
 				t.Errorf("strict=%v after %s: mark = %s", strict, c.name, value(r))
 			}
-		}
-	}
-}
-
-func TestWorkerLifecycle(t *testing.T) {
-	t.Parallel()
-	e := testEngine(t, true)
-	if got := e.Languages(); len(got) == 0 || got[0] != "javascript" {
-		t.Fatalf("Languages() = %v", got)
-	}
-	if _, err := e.NewWorker(context.Background(), "cobol", WorkerOptions{}); !errors.Is(err, ErrUnknownLanguage) {
-		t.Errorf("unknown language: %v", err)
-	}
-	w := newWorker(t, e, WorkerOptions{})
-	if w.Language() != "javascript" {
-		t.Errorf("Language() = %q", w.Language())
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if r := w.Run(context.Background(), "1", RunOptions{}); r.Status != StatusError {
-		t.Errorf("Run after Close: %s", describe(r))
-	}
-}
-
-func TestParallelWorkers(t *testing.T) {
-	t.Parallel()
-	e := testEngine(t, true)
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer w.Close()
-			for j := 0; j < 20; j++ {
-				r := w.Run(context.Background(), "globalThis.c = (globalThis.c || 0) + 1; console.log(c); c", RunOptions{})
-				if r.Status != StatusOK || value(r) != ftoa(float64(j+1)) {
-					t.Errorf("worker run %d: %s", j, describe(r))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func TestEngineClose(t *testing.T) {
-	t.Parallel()
-	e := startEngine(t, testConfig(false))
-	w := newWorker(t, e, WorkerOptions{})
-	if err := e.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if r := w.Run(context.Background(), "1", RunOptions{}); r.Status != StatusError {
-		t.Errorf("Run after engine Close: %s", describe(r))
-	}
-	if _, err := e.NewWorker(context.Background(), "javascript", WorkerOptions{}); !errors.Is(err, ErrClosed) {
-		t.Errorf("NewWorker after Close: %v", err)
-	}
-}
-
-func TestConfigValidation(t *testing.T) {
-	for _, c := range []Config{{MemoryLimitMiB: 8}, {MaxOutputBytes: -1}, {InterruptGrace: -time.Second},
-		{TotalMemoryMiB: 10}, {TotalMemoryMiB: -1}, {PythonPreload: []string{"json", "os; import sys"}}} {
-		if _, err := NewEngine(context.Background(), c, nil); err == nil {
-			t.Errorf("NewEngine(%+v) accepted", c)
 		}
 	}
 }

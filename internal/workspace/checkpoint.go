@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"execd/internal/atomicfile"
+	"execd/internal/guestfs"
 )
 
 // MaxCheckpoints is the most checkpoints one workspace keeps; Checkpoint
@@ -72,14 +75,14 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 		if err := m.saveInterpreters(ctx, w, tmp, false); err != nil {
 			return err
 		}
-		if err := copyTree(w.dir, filepath.Join(tmp, filesDirName)); err != nil {
+		if err := guestfs.CopyTree(w.dir, filepath.Join(tmp, filesDirName)); err != nil {
 			return stateError("could not copy the workspace's files", err)
 		}
 		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
 			return stateError("could not create the checkpoint", err)
 		}
 		done = true
-		if err := syncDir(root); err != nil {
+		if err := atomicfile.SyncDir(root); err != nil {
 			m.log.Warn("sync checkpoint directory", zap.Error(err))
 		}
 		return nil
@@ -134,7 +137,7 @@ func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, clone
 		n := readNote(w.state, lang)
 		switch {
 		case n.hasImage():
-			if err := shareFile(imagePath(w.state, lang), imagePath(dir, lang)); err != nil {
+			if err := guestfs.ShareFile(imagePath(w.state, lang), imagePath(dir, lang)); err != nil {
 				return stateError("could not copy the "+lang+" interpreter's image", err)
 			}
 			if clone {
@@ -187,11 +190,11 @@ func (m *Manager) RestoreCheckpoint(ctx context.Context, principal, id, checkpoi
 		if err := os.Remove(tmp); err != nil {
 			return stateError("could not restore the checkpoint's files", err)
 		}
-		if err := copyTree(filepath.Join(src, filesDirName), tmp); err != nil {
+		if err := guestfs.CopyTree(filepath.Join(src, filesDirName), tmp); err != nil {
 			return stateError("could not restore the checkpoint's files", err)
 		}
 		m.closeRunners(w.key, m.takeRunners(w))
-		m.forgetFS(w)
+		m.forgetDisk(w)
 		m.forgetRecent(w.key)
 		if err := swapDirs(w.dir, tmp); err != nil {
 			return stateError("could not restore the checkpoint's files", err)
@@ -202,7 +205,7 @@ func (m *Manager) RestoreCheckpoint(ctx context.Context, principal, id, checkpoi
 			}
 			n := readNote(src, lang)
 			if n.hasImage() {
-				if err := shareFile(imagePath(src, lang), imagePath(w.state, lang)); err != nil {
+				if err := guestfs.ShareFile(imagePath(src, lang), imagePath(w.state, lang)); err != nil {
 					return stateError("could not restore the checkpoint's interpreters", err)
 				}
 			}
@@ -237,7 +240,7 @@ func swapDirs(dir, other string) error {
 // their random generators are reseeded when they are restored — and of its
 // files, and returns its id. The copy's files count against its own disk
 // quota. Files are shared on disk where possible but behave as copies (see
-// copyTree). It takes the source's turn like Reset, and fails when newID
+// guestfs.CopyTree). It takes the source's turn like Reset, and fails when newID
 // exists (Exists) or an interpreter cannot be saved (ErrNotSaveable).
 func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string, error) {
 	if newID == "" {
@@ -266,8 +269,8 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if exists(t.dir) || exists(t.state) {
 			return &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 		}
-		if limit := int64(m.cfg.MaxDiskMiB) << 20; limit > 0 {
-			if used, err := diskUsage(src.dir); err == nil && used > limit {
+		if limit := m.cfg.diskQuota(); limit > 0 {
+			if used, err := guestfs.Usage(src.dir); err == nil && guestfs.Excess(limit, 0, used) > 0 {
 				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota of %d MiB", used, m.cfg.MaxDiskMiB)}
 			}
 		}
@@ -290,7 +293,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if err := os.Remove(files); err != nil {
 			return stateError("could not create the fork", err)
 		}
-		if err := copyTree(src.dir, files); err != nil {
+		if err := guestfs.CopyTree(src.dir, files); err != nil {
 			return stateError("could not copy the workspace's files", err)
 		}
 		// State first: a workspace exists once its files do.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckpointAndRestore(t *testing.T) {
@@ -308,4 +309,42 @@ func TestStateDirectoryCannotBeAWorkspace(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Times set through a handle in a fork or after a checkpoint change neither
+// the parent's file nor the checkpoint's copy, which share its data.
+func TestTimesSetThroughAHandleStayInTheirWorkspace(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	ctx := context.Background()
+	run(t, m, "p", "w", "write big.bin data")
+	root := filepath.Join(m.cfg.DataDir, "p")
+	mtime := func(p string) time.Time {
+		st, err := os.Stat(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	before := mtime("w/big.bin")
+	if _, err := m.Fork(ctx, "p", "w", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Checkpoint(ctx, "p", "w", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "w2", "utimefd big.bin"); out.Result.Status != StatusOK {
+		t.Fatalf("utimefd in the fork: %+v", out.Result)
+	}
+	if got := mtime("w2/big.bin"); got.Unix() != 1e9 {
+		t.Errorf("the fork's mtime is %v", got)
+	}
+	if got := mtime("w/big.bin"); !got.Equal(before) {
+		t.Errorf("the fork changed the parent's mtime to %v", got)
+	}
+	if out := run(t, m, "p", "w", "utimefd big.bin"); out.Result.Status != StatusOK {
+		t.Fatalf("utimefd in the parent: %+v", out.Result)
+	}
+	if got := mtime(filepath.Join(stateDirName, "w", checkpointDirName, "c", filesDirName, "big.bin")); !got.Equal(before) {
+		t.Errorf("the checkpoint's copy has mtime %v", got)
+	}
 }

@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
-
+	"execd/internal/guestfs"
 	"execd/internal/worker"
 )
 
@@ -30,8 +29,12 @@ func (f engineFactory) Compiling(lang string) bool {
 	}
 }
 
-func (f engineFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (Runner, error) {
-	w, err := f.e.NewWorker(ctx, lang, worker.WorkerOptions{FS: fsys})
+func (f engineFactory) NewRunner(ctx context.Context, lang string, disk Disk) (Runner, error) {
+	opts, err := mount(disk)
+	if err != nil {
+		return nil, err
+	}
+	w, err := f.e.NewWorker(ctx, lang, opts)
 	if err != nil {
 		return nil, engineError(err)
 	}
@@ -46,16 +49,30 @@ func (f engineFactory) ReadImage(r io.Reader) (Image, error) {
 	return img, nil
 }
 
-func (f engineFactory) Restore(ctx context.Context, img Image, fsys sys.FS, clone bool) (Runner, error) {
+func (f engineFactory) Restore(ctx context.Context, img Image, disk Disk, clone bool) (Runner, error) {
 	wi, ok := img.(*worker.Image)
 	if !ok {
 		return nil, fmt.Errorf("%w: not an image of this engine (%T)", ErrImageCorrupt, img)
 	}
-	w, err := f.e.Restore(ctx, wi, worker.WorkerOptions{FS: fsys}, clone)
+	opts, err := mount(disk)
+	if err != nil {
+		return nil, err
+	}
+	w, err := f.e.Restore(ctx, wi, opts, clone)
 	if err != nil {
 		return nil, engineError(err)
 	}
 	return workerRunner{w}, nil
+}
+
+// mount is how a worker mounts disk at /workspace: the engine mounts the
+// file systems of package guestfs (openDisk's).
+func mount(disk Disk) (worker.WorkerOptions, error) {
+	fsys, ok := disk.(*guestfs.FS)
+	if !ok {
+		return worker.WorkerOptions{}, fmt.Errorf("workspace: the engine cannot mount a %T", disk)
+	}
+	return worker.WorkerOptions{FS: fsys}, nil
 }
 
 // workerRunner is a worker as the registry sees it: Snapshot returns the

@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental/sys"
 	"go.uber.org/zap"
 
+	"execd/internal/guestfs"
 	"execd/internal/worker"
 )
 
@@ -25,6 +26,7 @@ import (
 //	set K V    remember K=V          get K      value of K
 //	write F S  write S to file F     read F     content of file F
 //	open F     keep F open (the runner then cannot be saved)   close
+//	utimefd F  set F's times through a handle opened for reading
 //	rand       the next number of the runner's generator
 //	wait       block until released
 //	ask P      the answer of the run's Input to the prompt P
@@ -73,7 +75,7 @@ func (f *fakeFactory) Compiling(lang string) bool {
 	return f.compiling[lang]
 }
 
-func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (Runner, error) {
+func (f *fakeFactory) NewRunner(ctx context.Context, lang string, disk Disk) (Runner, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.newErr != nil {
@@ -83,13 +85,15 @@ func (f *fakeFactory) NewRunner(ctx context.Context, lang string, fsys sys.FS) (
 		return nil, fmt.Errorf("%w: %d live", ErrMemoryBudget, f.live)
 	}
 	f.made++
-	return f.newLocked(lang, fsys, map[string]string{}, uint64(f.made)*7919), nil
+	return f.newLocked(lang, disk, map[string]string{}, uint64(f.made)*7919), nil
 }
 
-func (f *fakeFactory) newLocked(lang string, fsys sys.FS, vars map[string]string, seed uint64) *fakeRunner {
+// newLocked makes a runner that sees disk as a guest does: the sys.FS the
+// engine mounts.
+func (f *fakeFactory) newLocked(lang string, disk Disk, vars map[string]string, seed uint64) *fakeRunner {
 	f.live++
 	f.maxLive = max(f.maxLive, f.live)
-	return &fakeRunner{f: f, lang: lang, fsys: fsys, vars: vars, seed: seed}
+	return &fakeRunner{f: f, lang: lang, fsys: disk.(*guestfs.FS), vars: vars, seed: seed}
 }
 
 func (f *fakeFactory) liveCount() int {
@@ -135,7 +139,7 @@ func (f *fakeFactory) ReadImage(r io.Reader) (Image, error) {
 	return img, nil
 }
 
-func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone bool) (Runner, error) {
+func (f *fakeFactory) Restore(ctx context.Context, i Image, disk Disk, clone bool) (Runner, error) {
 	img := i.(*fakeImage)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -155,7 +159,7 @@ func (f *fakeFactory) Restore(ctx context.Context, i Image, fsys sys.FS, clone b
 	for k, v := range img.Vars {
 		vars[k] = v
 	}
-	return f.newLocked(img.Lang, fsys, vars, seed), nil
+	return f.newLocked(img.Lang, disk, vars, seed), nil
 }
 
 type fakeRunner struct {
@@ -233,6 +237,15 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		k, _ := file.Read(buf)
 		file.Close()
 		set(string(buf[:k]))
+	case len(f) == 2 && f[0] == "utimefd": // os.utime(fd, (1e9, 1e9)) on a file opened for reading
+		file, errno := r.fsys.OpenFile(f[1], sys.O_RDONLY, 0)
+		if errno == 0 {
+			errno = file.Utimens(1e18, 1e18)
+			file.Close()
+		}
+		if errno != 0 {
+			fail(errno.Error())
+		}
 	case len(f) == 2 && f[0] == "open":
 		file, errno := r.fsys.OpenFile(f[1], sys.O_RDWR|sys.O_CREAT, 0o600)
 		if errno != 0 {

@@ -2,21 +2,21 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
-
-	"github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // Files of a workspace as the client sees them from outside: read and
-// written through the workspace's own QuotaFS (the confinement and the
-// quota of the guest's /workspace), holding the workspace's turn, and the
-// files runs changed.
+// written through the workspace's own Disk (the confinement and the quota
+// of the guest's /workspace), holding the workspace's turn, and the files
+// runs changed.
 
 // FileInfo describes one file of a workspace.
 type FileInfo struct {
@@ -76,19 +76,35 @@ func CleanPath(p string) (string, error) {
 	return c, nil
 }
 
-// fileErrno turns a QuotaFS errno on path p into an *Error.
-func fileErrno(p string, errno sys.Errno, what string) error {
-	switch errno {
-	case sys.ENOENT:
+// fileError turns an error of a Disk about p (what the client named) into
+// an *Error; what says what was being done ("read", "write").
+func fileError(p string, err error, what string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "mkdir" {
+		what, p = "make the directory", pe.Path
+		if errors.Is(err, syscall.ENOTDIR) {
+			return &Error{Code: InvalidPath, Msg: fmt.Sprintf("invalid path: %s is a file, not a directory", p)}
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.EDQUOT):
+		return &Error{Code: LimitReached, Msg: "the workspace's disk quota is full; nothing was written"}
+	case errors.Is(err, fs.ErrInvalid):
+		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("%s is not a regular file", p)}
+	case errors.Is(err, syscall.ENOENT):
 		return &Error{Code: FileNotFound, Msg: fmt.Sprintf("no file %s in the workspace", p)}
-	case sys.EPERM:
+	case errors.Is(err, syscall.EPERM):
 		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("invalid path %s: it leaves the workspace", p)}
-	case sys.EISDIR:
+	case errors.Is(err, syscall.EISDIR):
 		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("%s is a directory, not a file", p)}
-	case sys.ENOTDIR:
+	case errors.Is(err, syscall.ENOTDIR):
 		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("invalid path %s: a part of it is a file, not a directory", p)}
 	}
-	return &Error{Code: StartFailed, Msg: fmt.Sprintf("could not %s %s: %v", what, p, errno), Err: errno}
+	errno := err
+	if pe != nil {
+		errno = pe.Err
+	}
+	return &Error{Code: StartFailed, Msg: fmt.Sprintf("could not %s %s: %v", what, p, errno), Err: err}
 }
 
 // ReadFile reads at most length bytes from offset of the file at p (see
@@ -106,40 +122,15 @@ func (m *Manager) ReadFile(ctx context.Context, principal, id, p string, offset,
 	}
 	var out FileData
 	err = m.withTurn(ctx, principal, id, func(w *ws) error {
-		fsys, err := m.prepare(w)
+		disk, err := m.prepare(w)
 		if err != nil {
 			return err
 		}
-		f, errno := fsys.OpenFile(rel, sys.O_RDONLY, 0)
-		if errno != 0 {
-			return fileErrno(rel, errno, "read")
+		info, data, err := disk.ReadFile(rel, offset, length)
+		if err != nil {
+			return fileError(rel, err, "read")
 		}
-		defer f.Close()
-		st, errno := f.Stat()
-		if errno != 0 {
-			return fileErrno(rel, errno, "read")
-		}
-		if !st.Mode.IsRegular() {
-			return &Error{Code: InvalidPath, Msg: fmt.Sprintf("%s is not a regular file", rel)}
-		}
-		out.FileInfo = FileInfo{Workspace: id, Path: rel, Size: st.Size, Modified: time.Unix(0, st.Mtim)}
-		out.Offset = offset
-		if offset >= st.Size || length == 0 {
-			return nil
-		}
-		buf := make([]byte, min(length, st.Size-offset))
-		n := 0
-		for n < len(buf) {
-			k, errno := f.Pread(buf[n:], offset+int64(n))
-			if errno != 0 {
-				return fileErrno(rel, errno, "read")
-			}
-			if k == 0 {
-				break
-			}
-			n += k
-		}
-		out.Data = buf[:n]
+		out = FileData{FileInfo: FileInfo{Workspace: id, Path: rel, Size: info.Size(), Modified: info.ModTime()}, Offset: offset, Data: data}
 		return nil
 	})
 	return out, err
@@ -158,105 +149,37 @@ func (m *Manager) WriteFile(ctx context.Context, principal, id, p string, data [
 	}
 	var out FileInfo
 	err = m.turn(ctx, principal, id, false, func(w *ws) error {
-		fsys, err := m.prepare(w)
+		disk, err := m.prepare(w)
 		if err != nil {
 			return err
 		}
-		if need, ok := fsys.fits(rel, int64(len(data))); !ok {
+		if need, ok := disk.Fits(rel, int64(len(data))); !ok {
 			return &Error{Code: LimitReached, Msg: fmt.Sprintf("writing %d bytes to %s would pass the workspace's disk quota of %d MiB (%d bytes are in use, %d more are needed); nothing was written",
-				len(data), rel, m.cfg.MaxDiskMiB, fsys.Used(), need)}
+				len(data), rel, m.cfg.MaxDiskMiB, disk.Used(), need)}
 		}
-		if dir := path.Dir(rel); dir != "." {
-			if err := mkdirAll(fsys, dir); err != nil {
-				return err
-			}
+		info, err := disk.WriteFile(rel, data)
+		if err != nil {
+			return fileError(rel, err, "write")
 		}
-		f, errno := fsys.OpenFile(rel, sys.O_WRONLY|sys.O_CREAT|sys.O_TRUNC, 0o644)
-		if errno != 0 {
-			return fileErrno(rel, errno, "write")
-		}
-		for n := 0; n < len(data); {
-			k, errno := f.Write(data[n:])
-			if errno != 0 {
-				f.Close()
-				return fileErrno(rel, errno, "write")
-			}
-			if k == 0 {
-				f.Close()
-				return fileErrno(rel, sys.EIO, "write")
-			}
-			n += k
-		}
-		if errno := f.Close(); errno != 0 {
-			return fileErrno(rel, errno, "write")
-		}
-		out = FileInfo{Workspace: id, Path: rel, Size: int64(len(data)), Modified: time.Now()}
-		if st, errno := fsys.Stat(rel); errno == 0 {
-			out.Modified = time.Unix(0, st.Mtim)
-		}
+		out = FileInfo{Workspace: id, Path: rel, Size: int64(len(data)), Modified: info.ModTime()}
 		m.noteRecent(w.key, []FileInfo{out})
 		return nil
 	})
 	return out, err
 }
 
-// mkdirAll makes dir and its parents through fsys (each charged against
-// the quota like the guest's own mkdir).
-func mkdirAll(fsys *QuotaFS, dir string) error {
-	st, errno := fsys.Stat(dir)
-	if errno == 0 {
-		if !st.Mode.IsDir() {
-			return &Error{Code: InvalidPath, Msg: fmt.Sprintf("invalid path: %s is a file, not a directory", dir)}
-		}
-		return nil
-	}
-	if errno != sys.ENOENT {
-		return fileErrno(dir, errno, "make the directory")
-	}
-	if parent := path.Dir(dir); parent != "." {
-		if err := mkdirAll(fsys, parent); err != nil {
-			return err
-		}
-	}
-	if errno := fsys.Mkdir(dir, 0o755); errno != 0 && errno != sys.EEXIST {
-		if errno == ErrnoQuota {
-			return &Error{Code: LimitReached, Msg: "the workspace's disk quota is full; nothing was written"}
-		}
-		return fileErrno(dir, errno, "make the directory")
-	}
-	return nil
-}
-
-// fits reports whether writing n bytes as the whole content of p stays
-// within the quota, and if not how many bytes are missing.
-func (q *QuotaFS) fits(p string, n int64) (missing int64, ok bool) {
-	if q.limit <= 0 {
-		return 0, true
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	grow := n + entryCost // a new file; its directories cost entryCost each, checked as they are made
-	if st, errno := q.inner.Lstat(p); errno == 0 && st.Mode.IsRegular() {
-		grow = n - st.Size
-	}
-	if over := q.used + grow - q.limit; over > 0 {
-		return over, false
-	}
-	return 0, true
-}
-
-// changedFiles are the regular files among what fsys recorded since Track,
+// changedFiles are the regular files among what disk recorded since Track,
 // with their sizes now; they become the workspace's recent files too. The
 // caller holds w's turn.
-func (m *Manager) changedFiles(w *ws, fsys *QuotaFS) ([]FileInfo, bool) {
-	paths, more := fsys.Touched()
+func (m *Manager) changedFiles(w *ws, disk Disk) ([]FileInfo, bool) {
+	paths, more := disk.Touched()
 	var files []FileInfo
 	for _, p := range paths {
-		st, errno := fsys.Lstat(p)
-		if errno != 0 || !st.Mode.IsRegular() {
+		info, err := disk.Info(p)
+		if err != nil || !info.Mode().IsRegular() {
 			continue
 		}
-		files = append(files, FileInfo{Workspace: w.key.id, Path: p, Size: st.Size, Modified: time.Unix(0, st.Mtim)})
+		files = append(files, FileInfo{Workspace: w.key.id, Path: p, Size: info.Size(), Modified: info.ModTime()})
 	}
 	m.noteRecent(w.key, files)
 	return files, more

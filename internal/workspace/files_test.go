@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,44 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tetratelabs/wazero/experimental/sys"
 )
-
-func TestTrackRecordsWhatChanged(t *testing.T) {
-	q, dir := newTestQuotaFS(t, 0)
-	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("x"), 0o600)
-	os.WriteFile(filepath.Join(dir, "read-only.txt"), []byte("x"), 0o600)
-	mustOpen(t, q, "before", rw).Write([]byte("not tracked"))
-	q.Track()
-	f := mustOpen(t, q, "new.txt", rw)
-	f.Write([]byte("a"))
-	f.Write([]byte("b")) // once
-	mustOpen(t, q, "read-only.txt", sys.O_RDONLY)
-	q.Mkdir("d", 0o700)
-	mustOpen(t, q, "d/tmp", rw).Write([]byte("c"))
-	q.Rename("d/tmp", "d/final")
-	q.Link("old.txt", "hard")
-	mustOpen(t, q, "old.txt", sys.O_RDWR).Truncate(0)
-	paths, more := q.Touched()
-	want := []string{"new.txt", "d/tmp", "d/final", "hard", "old.txt"}
-	if !reflect.DeepEqual(paths, want) || more {
-		t.Fatalf("Touched = %q, %v; want %q", paths, more, want)
-	}
-	mustOpen(t, q, "after", rw).Write([]byte("not tracked"))
-	if paths, _ := q.Touched(); paths != nil {
-		t.Fatalf("after Touched, still recording: %q", paths)
-	}
-
-	q.Track()
-	for i := 0; i < MaxTouched+5; i++ {
-		f, _ := q.OpenFile(fmt.Sprintf("f%d", i), rw, 0o600)
-		f.Close()
-	}
-	if paths, more := q.Touched(); len(paths) != MaxTouched || !more {
-		t.Fatalf("%d creations: %d paths, more %v", MaxTouched+5, len(paths), more)
-	}
-}
 
 func TestCleanPath(t *testing.T) {
 	for in, want := range map[string]string{
@@ -267,4 +229,67 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("CleanPath(CleanPath(%q)) = %q, %v; want %q", p, again, err, c)
 		}
 	})
+}
+
+func TestQuotaThroughFSFactory(t *testing.T) {
+	f := newFakeFactory()
+	m := newTestManager(t, Config{MaxDiskMiB: 1}, f)
+	big := strings.Repeat("x", 600<<10)
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusOK {
+		t.Fatalf("first write: %+v", out.Result.Stderr)
+	}
+	// A write past the quota is shortened to fit (a guest's libc then
+	// retries the rest, which fails); a write with no room fails.
+	run(t, m, "p", "w", "write b "+big+big)
+	out := run(t, m, "p", "w", "write c "+big)
+	if !out.DiskFull || out.DiskQuotaBytes != 1<<20 {
+		t.Errorf("a write on the full quota: DiskFull %v, DiskQuotaBytes %d", out.DiskFull, out.DiskQuotaBytes)
+	}
+	if strings.Contains(out.Result.Stderr, "quota") {
+		t.Errorf("the registry wrote words into stderr: %q", out.Result.Stderr)
+	}
+	if l := m.List("p"); len(l) != 1 || l[0].DiskBytes > 1<<20 {
+		t.Errorf("List = %+v", l)
+	}
+	// Files: true gives the space back.
+	if err := m.Reset(context.Background(), "p", "w", true); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "w", "write a "+big); out.Result.Status != StatusReset || out.Result.Stderr != "" {
+		t.Errorf("write after reset files: %s %q", out.Result.Status, out.Result.Stderr)
+	}
+}
+
+// A FIFO (or a device) among a workspace's files is neither read nor
+// written, by the file tools or by the code: opening one would wait for a
+// writer, or a reader, that never comes.
+func TestFilesThatAreNotRegularAreRefused(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	ctx := context.Background()
+	run(t, m, "p", "w", "write a.txt x")
+	fifo := filepath.Join(m.cfg.DataDir, "p", "w", "pipe")
+	mkfifo(t, fifo)
+	os.Symlink("pipe", filepath.Join(m.cfg.DataDir, "p", "w", "to-pipe"))
+	for _, p := range []string{"pipe", "to-pipe"} {
+		if _, err := m.ReadFile(ctx, "p", "w", p, 0, 10); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadFile(%s) = %v; want InvalidPath, not a regular file", p, err)
+		}
+		if _, err := m.WriteFile(ctx, "p", "w", p, []byte("x")); !errors.Is(err, ErrInvalidPath) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("WriteFile(%s) = %v; want InvalidPath, not a regular file", p, err)
+		}
+		if out := run(t, m, "p", "w", "read "+p); out.Result.Status != StatusError {
+			t.Errorf("the code reads %s: %+v", p, out.Result)
+		}
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v, %v", st, err)
+	}
+	// Checkpoints and forks leave it out (copyTree copies files, links and
+	// directories only).
+	if _, err := m.Fork(ctx, "p", "w", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.cfg.DataDir, "p", "w2", "pipe")); !os.IsNotExist(err) {
+		t.Errorf("the fork has the FIFO: %v", err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"execd/internal/guestfs"
 )
 
 // Info describes one workspace for List.
@@ -139,8 +141,8 @@ func (m *Manager) list(pd string, from *ListFrom, limit int) ([]Info, bool) {
 			in.Interpreters = append(in.Interpreters, Interpreter{Language: lang, Live: true, MemoryBytes: w.mem[lang]})
 			in.MemoryBytes += w.mem[lang]
 		}
-		if w.fs != nil {
-			in.DiskBytes = w.fs.Used()
+		if w.disk != nil {
+			in.DiskBytes = w.disk.Used()
 		}
 		infos[k.id] = in
 	}
@@ -175,7 +177,7 @@ func (m *Manager) list(pd string, from *ListFrom, limit int) ([]Info, bool) {
 	for i := range out {
 		in := &out[i]
 		if in.DiskBytes < 0 {
-			in.DiskBytes, _ = diskUsage(filepath.Join(pdir, in.ID))
+			in.DiskBytes, _ = guestfs.Usage(filepath.Join(pdir, in.ID))
 		}
 		in.Checkpoints = m.checkpoints(filepath.Join(pdir, stateDirName, in.ID))
 		for _, c := range in.Checkpoints {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
-
 	"execd/internal/worker"
 )
 
@@ -60,18 +58,18 @@ type Factory interface {
 	// Compiling reports that lang's guest is still being compiled, so that
 	// making a runner will wait for it (the Manager tells the caller).
 	Compiling(lang string) bool
-	// NewRunner makes a fresh interpreter for lang with fsys mounted at
-	// /workspace: the workspace's [QuotaFS], shared by all its runners.
-	NewRunner(ctx context.Context, lang string, fsys sys.FS) (Runner, error)
+	// NewRunner makes a fresh interpreter for lang with disk mounted at
+	// /workspace: the workspace's [Disk], shared by all its runners.
+	NewRunner(ctx context.Context, lang string, disk Disk) (Runner, error)
 	// ReadImage decodes what Image.WriteTo wrote. Errors wrap
 	// ErrImageCorrupt (truncated, damaged, not an image) or ErrImageStale
 	// (an encoding or a guest this build does not run).
 	ReadImage(r io.Reader) (Image, error)
-	// Restore makes a runner from img with fsys mounted at /workspace.
+	// Restore makes a runner from img with disk mounted at /workspace.
 	// With clone, the interpreter's random generators are reseeded (a
 	// fork must not repeat its parent's numbers). Errors wrap
 	// ErrImageStale when img belongs to another build of the guest.
-	Restore(ctx context.Context, img Image, fsys sys.FS, clone bool) (Runner, error)
+	Restore(ctx context.Context, img Image, disk Disk, clone bool) (Runner, error)
 }
 
 // Errors a Factory or Runner wraps, so the Manager can tell an image it

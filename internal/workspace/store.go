@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"execd/internal/atomicfile"
 )
 
 // On disk, under the data directory (see names.go for why no id can collide
@@ -26,9 +27,10 @@ const (
 	stateDirName      = "~state"
 	checkpointDirName = "checkpoints"
 	filesDirName      = "files"
-	// tmpPrefix starts the name of everything being built: a SIGKILL may
-	// leave such entries behind, and sweepTemps removes them at start.
-	tmpPrefix = "~tmp"
+	// tmpPrefix starts the name of everything being built (the prefix of
+	// atomicfile's temporary files too): a SIGKILL may leave such entries
+	// behind, and sweepTemps removes them at start.
+	tmpPrefix = atomicfile.TempPrefix
 )
 
 // note is the content of a <lang>.note file: the truth about one
@@ -51,10 +53,13 @@ func imagePath(stateDir, lang string) string { return filepath.Join(stateDir, la
 func notePath(stateDir, lang string) string  { return filepath.Join(stateDir, lang+".note") }
 
 // readNote returns the note of lang in stateDir; a missing or unreadable
-// file is noteNone, an empty one noteLive (see writeNote), a damaged one
-// the reason image_corrupt.
+// file is noteNone, an empty one noteLive (see writeNote), a damaged one,
+// or one that is not a regular file, the reason image_corrupt.
 func readNote(stateDir, lang string) note {
-	b, err := os.ReadFile(notePath(stateDir, lang))
+	b, err := atomicfile.ReadFile(notePath(stateDir, lang))
+	if errors.Is(err, atomicfile.ErrNotRegular) {
+		return note(ReasonImageCorrupt)
+	}
 	if err != nil {
 		return noteNone
 	}
@@ -101,10 +106,10 @@ func writeNote(stateDir, lang string, n note) error {
 			return err
 		}
 	}
-	return writeFileAtomic(p, func(w io.Writer) error {
-		_, err := w.Write(b)
+	return atomicfile.Write(p, 0o600, atomicfile.Atomic, func(f *os.File) error {
+		_, err := f.Write(b)
 		return err
-	}, false)
+	})
 }
 
 // writeImage writes img to lang's image file atomically and durably, with
@@ -113,14 +118,14 @@ func writeNote(stateDir, lang string, n note) error {
 func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, error) {
 	p := imagePath(stateDir, lang)
 	var n int64
-	err := writeFileAtomic(p, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 256<<10)
+	err := atomicfile.Write(p, 0o600, atomicfile.Durable, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 256<<10)
 		var err error
 		if n, err = img.WriteTo(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
-	}, true)
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -130,68 +135,21 @@ func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, er
 	return n, nil
 }
 
-// readImage decodes lang's image through the Factory.
+// readImage decodes lang's image through the Factory. An image that is not
+// a regular file (a FIFO, a device) is corrupt, and never waited for.
 func readImage(f Factory, stateDir, lang string) (Image, error) {
-	file, err := os.Open(imagePath(stateDir, lang))
+	file, err := atomicfile.Open(imagePath(stateDir, lang))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("%w: the image file is missing", ErrImageCorrupt)
+		case errors.Is(err, atomicfile.ErrNotRegular):
+			return nil, fmt.Errorf("%w: %w", ErrImageCorrupt, err)
 		}
 		return nil, err
 	}
 	defer file.Close()
 	return f.ReadImage(bufio.NewReaderSize(file, 256<<10))
-}
-
-// writeFileAtomic writes path through a temporary file in the same
-// directory (write gets it unbuffered), mode 0600, and renames it into place, so that a reader (or a
-// restart after SIGKILL) sees the old content or the new, never a part.
-// With durable, the file is synced before the rename and the directory
-// after it.
-func writeFileAtomic(path string, write func(io.Writer) error, durable bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return err
-	}
-	if durable {
-		if err := tmp.Sync(); err != nil {
-			return err
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	ok = true
-	if durable {
-		return syncDir(dir)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func ignoreMissing(err error) error {

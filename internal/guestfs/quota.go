@@ -1,0 +1,138 @@
+package guestfs
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// Quota: usage is the apparent size of regular files plus [entryCost] per
+// directory entry, measured by walking the directory at creation (Usage)
+// and then tracked on every write, truncate, create and remove made through
+// the FS. A write that would pass the limit is shortened to fit; a write
+// with no room at all fails with [ErrnoQuota]. Hard links count once per
+// name. The accounting is an estimate that errs on the side of charging.
+// Whether bytes fit is decided in one place, [Excess].
+
+// ErrnoQuota is what a write, truncate or create beyond the disk quota
+// returns to the guest. wazero v1.12's WASI layer knows no ENOSPC or EDQUOT:
+// any errno outside its small set reaches the guest as EIO, so EIO is
+// returned explicitly. [FS.Refused] lets the host say why in words; the
+// host-side API (host.go) reports the same refusal as syscall.EDQUOT.
+const ErrnoQuota = sys.EIO
+
+// entryCost is what every directory entry (file, directory, symlink) costs
+// against the quota on top of a regular file's size, so that a loop creating
+// empty files or directories runs out of quota too.
+const entryCost = 256
+
+// Excess is by how many bytes a tree charged used bytes passes a quota of
+// limit bytes once n more are charged (n may be negative): 0 when it stays
+// within, and always 0 when limit <= 0 (no quota). It is the one formula of
+// whether bytes fit: every refusal and every shortened write of an FS comes
+// from it, and so does the registry's check that a fork's files fit.
+func Excess(limit, used, n int64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	return max(used+n-limit, 0)
+}
+
+// Usage is the quota charge of everything below dir (not dir itself), as
+// an FS made for dir starts with. Entries that vanish during the walk are
+// skipped.
+func Usage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		total += entryCost
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total, err
+}
+
+// Used returns the bytes currently charged against the quota.
+func (q *FS) Used() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.used
+}
+
+// Refused counts the operations refused for lack of quota since creation.
+// A caller compares it before and after a run to tell the user why writes
+// failed with an I/O error.
+func (q *FS) Refused() int64 { return q.refused.Load() }
+
+// Fits reports whether writing n bytes as the whole content of the file at
+// p (a guest path) stays within the quota, and if not how many bytes are
+// missing. A new file costs its entry too; the directories above it are
+// charged as they are made.
+func (q *FS) Fits(p string, n int64) (missing int64, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	grow := n + entryCost
+	if c, errno := q.checked(p, false); errno == 0 {
+		if st, errno := q.inner.Lstat(c); errno == 0 && st.Mode.IsRegular() {
+			grow = n - st.Size
+		}
+	}
+	missing = Excess(q.limit, q.used, grow)
+	return missing, missing == 0
+}
+
+// reserve checks that n more bytes fit under the quota and counts a refusal
+// when they do not. A change that frees bytes (n <= 0) is never refused,
+// even above the quota. Callers hold q.mu.
+func (q *FS) reserve(n int64) sys.Errno {
+	if n > 0 && Excess(q.limit, q.used, n) > 0 {
+		q.refused.Add(1)
+		return ErrnoQuota
+	}
+	return 0
+}
+
+// add applies a change of usage (n may be negative). Callers hold q.mu.
+func (q *FS) add(n int64) {
+	q.used = max(q.used+n, 0)
+}
+
+// charged runs op when n more bytes fit (reserve) and charges them once op
+// succeeded: every operation that changes usage by a size known before it
+// runs goes through here. Callers hold q.mu.
+func (q *FS) charged(n int64, op func() sys.Errno) sys.Errno {
+	if errno := q.reserve(n); errno != 0 {
+		return errno
+	}
+	if errno := op(); errno != 0 {
+		return errno
+	}
+	q.add(n)
+	return 0
+}
+
+// entryCharge is what removing the entry named p gives back (0 if absent).
+func (q *FS) entryCharge(p string) int64 {
+	st, errno := q.inner.Lstat(p)
+	if errno != 0 {
+		return 0
+	}
+	if st.Mode.IsRegular() {
+		return entryCost + st.Size
+	}
+	return entryCost
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package workspace
+
+import "errors"
+
+func exchange(a, b string) error { return errors.New("not supported on this system") }

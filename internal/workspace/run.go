@@ -1,0 +1,237 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"execd/internal/worker"
+)
+
+// Run runs req.Code in the workspace, creating the workspace (and its
+// directory) if needed and restoring its interpreter from disk if it
+// hibernates. It waits, cancellably, for the workspace's earlier calls and
+// for a run slot, reporting "queued" through req.Sink when it has to. The
+// Outcome says whether earlier state was lost and why. Errors are *Error,
+// or ctx's error when ctx ended while waiting (then nothing ran).
+func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
+	id := req.Workspace
+	if id == "" {
+		id = m.cfg.NewID()
+	} else if err := ValidateID(id); err != nil {
+		return Outcome{Workspace: id}, err
+	}
+	out := Outcome{Workspace: id}
+	lang, err := m.langs.resolve(req.Language)
+	if err != nil {
+		return out, err
+	}
+	w, err := m.ref(req.Principal, id, true)
+	if err != nil {
+		return out, err
+	}
+	defer m.unref(w)
+	err = m.runTurn(ctx, w, lang, req, &out)
+	m.fitMemory()
+	if out.BudgetExceeded {
+		// Room for the retry: half of what is idle, least recently used first.
+		m.Reclaim(m.Health().MemoryBytes / 2)
+	}
+	return out, err
+}
+
+func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, out *Outcome) error {
+	q := &queued{sink: req.Sink}
+	endQueue := m.obs.Phase(ctx, PhaseQueue, lang)
+	err := m.acquireTurn(ctx, w, q, true)
+	endQueue(waitOutcome(err))
+	if err != nil {
+		return err
+	}
+	defer m.releaseTurn(w)
+	endSlot := m.obs.Phase(ctx, PhaseSlot, lang)
+	err = m.slots.acquire(ctx, w.key.pdir, q, m.drained)
+	endSlot(waitOutcome(err))
+	if err != nil {
+		return err
+	}
+	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
+	defer slot.end()
+
+	disk, err := m.prepare(w)
+	if err != nil {
+		return err
+	}
+	r, start, err := m.open(ctx, w, lang, req.Sink)
+	if err != nil {
+		return err
+	}
+	refused := disk.Refused()
+	m.mu.Lock()
+	w.running = true
+	w.lastUsed = time.Now()
+	m.mu.Unlock()
+
+	opts := worker.RunOptions{Sink: req.Sink, Timeout: req.Timeout}
+	if m.cfg.Network != nil {
+		opts.Network = m.cfg.Network(req.Principal, w.key.id)
+	}
+	if req.Input != nil {
+		opts.Input = slot
+	}
+	disk.Track()
+	endRun := m.obs.Phase(ctx, PhaseRun, lang)
+	res := r.Run(ctx, req.Code, opts)
+	out.Files, out.FilesTruncated = m.changedFiles(w, disk)
+	out.Result, out.ResetReason = m.settle(w, lang, r, start, res)
+	endRun(string(out.Result.Status))
+	out.BudgetExceeded = res.BudgetExceeded
+	out.Restored = start.restored
+
+	if disk.Refused() > refused {
+		out.DiskFull = true
+		out.DiskQuotaBytes = m.cfg.diskQuota()
+	}
+	m.mu.Lock()
+	w.running = false
+	w.lastUsed = time.Now()
+	m.mu.Unlock()
+	return nil
+}
+
+// heldSlot is a run's slot, given back while the code waits for input:
+// a person answering a question must not keep other workspaces from
+// running. It is the run's InputSource, wrapping the caller's.
+type heldSlot struct {
+	slots     *runSlots
+	principal string
+	in        InputSource
+
+	mu   sync.Mutex
+	held bool
+	done bool // the run is over: the slot is not taken again
+}
+
+func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
+	h.release()
+	ans := workerInput{h.in}.Input(ctx, prompt)
+	if ctx.Err() != nil {
+		return ans // the run is being stopped: it ends without its slot
+	}
+	// A draining daemon still lets a running call go on: no drained.
+	if h.slots.acquire(ctx, h.principal, &queued{}, nil) == nil {
+		h.mu.Lock()
+		if h.done {
+			h.mu.Unlock()
+			h.slots.release(h.principal)
+			return ans
+		}
+		h.held = true
+		h.mu.Unlock()
+	}
+	return ans
+}
+
+func (h *heldSlot) release() {
+	h.mu.Lock()
+	held := h.held
+	h.held = false
+	h.mu.Unlock()
+	if held {
+		h.slots.release(h.principal)
+	}
+}
+
+// end gives the slot back at the end of the run, for good.
+func (h *heldSlot) end() {
+	h.mu.Lock()
+	h.done = true
+	h.mu.Unlock()
+	h.release()
+}
+
+// prepare makes sure the workspace's directories exist and its Disk is
+// open, and returns it. The caller holds w's turn.
+func (m *Manager) prepare(w *ws) (Disk, error) {
+	m.mu.Lock()
+	ready, disk := w.ready, w.disk
+	m.mu.Unlock()
+	if !ready {
+		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+			if e := m.fds.check(err); e != nil {
+				return nil, e
+			}
+			m.log.Error("workspace directory", zap.String("workspace", w.key.id), zap.Error(err))
+			return nil, &Error{Code: StartFailed, Msg: "could not create the workspace's directory", Err: err}
+		}
+		m.mu.Lock()
+		w.ready = true
+		m.mu.Unlock()
+	}
+	if disk == nil {
+		var err error
+		if disk, err = openDisk(w.dir, m.cfg.diskQuota()); err != nil {
+			if e := m.fds.check(err); e != nil {
+				return nil, e
+			}
+			return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
+		}
+		m.mu.Lock()
+		w.disk = disk
+		m.mu.Unlock()
+	}
+	if err := disk.Acquire(); err != nil {
+		if e := m.fds.check(err); e != nil {
+			return nil, e
+		}
+		return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
+	}
+	return disk, nil
+}
+
+// prepareDirs makes the files directory and the state directory (0700) of
+// a workspace if missing. A files directory without a state directory is a
+// workspace of an execd that kept no images: its interpreters' state was
+// lost with that process, and every language's note says so.
+func prepareDirs(dir, state string, langs []string) error {
+	// A new workspace is the common case: its two mkdirs are all it costs.
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) { // the principal's first workspace
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err == nil {
+		if os.Mkdir(state, 0o700) == nil {
+			return nil
+		}
+		return os.MkdirAll(state, 0o700) // the principal's first, or a state path that is not a directory
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	_, err = os.Stat(state)
+	stateExists := err == nil
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case !stateExists:
+		if err := os.MkdirAll(state, 0o700); err != nil {
+			return err
+		}
+		for _, l := range langs {
+			if err := writeNote(state, l, note(ReasonRestarted)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return os.MkdirAll(state, 0o700)
+}
