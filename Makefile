@@ -64,7 +64,8 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObje
 	./internal/worker:FuzzReadImage:100000 ./internal/worker:FuzzJSImportRewrite:3000 \
 	./internal/frontend:FuzzSessionVerify:100000 ./internal/worker:FuzzEnvelope:60000 \
 	./internal/egress:FuzzTarget:130000 ./internal/egress:FuzzPattern:150000 \
-	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000
+	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000 \
+	./internal/procstat:FuzzVmRSS:300000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"execd/internal/procstat"
 )
 
 var binPath string
@@ -451,22 +453,14 @@ func TestAuthTokensReloadOnSIGHUP(t *testing.T) {
 	}
 }
 
-// rssKiB reads a process's resident set size.
-func rssKiB(t *testing.T, pid int) int {
+// rssKiB is a process's resident set size; an error fails the test.
+func rssKiB(t testing.TB, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.RSSKiB(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kib int
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
-			return kib
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {

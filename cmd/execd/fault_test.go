@@ -85,24 +85,7 @@ func (p *probe) goroutineDump() string {
 // rssKiB is the daemon's VmRSS.
 func (p *probe) rssKiB() int64 {
 	p.t.Helper()
-	n, err := vmRSS(p.pid)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return n
-}
-
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS")
+	return rssKiB(p.t, p.pid)
 }
 
 // gc makes the daemon collect garbage (the heap profile's gc=1 runs

@@ -276,11 +276,7 @@ func (d *benchDaemon) sample(b *testing.B, prefix string, n, step int) int {
 }
 
 func (d *benchDaemon) rssMiB(b *testing.B) float64 {
-	kib, err := vmRSS(d.cmd.Process.Pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return float64(kib) / 1024
+	return float64(rssKiB(b, d.cmd.Process.Pid)) / 1024
 }
 
 // BenchmarkIdleWorkspacesMemory makes -idle-workspaces workspaces, each

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"execd/internal/procstat"
 )
 
 const (
@@ -731,7 +733,7 @@ func (p *stdioProc) sampleRSS() {
 		case <-p.done:
 			return
 		case <-t.C:
-			if n, err := vmRSS(p.cmd.Process.Pid); err == nil && n > p.maxRSS.Load() {
+			if n, err := procstat.RSSKiB(p.cmd.Process.Pid); err == nil && n > p.maxRSS.Load() {
 				p.maxRSS.Store(n)
 			}
 		}
@@ -943,7 +945,7 @@ func (r *rssSamples) run(ctx context.Context, pid int) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := vmRSS(pid); err == nil {
+			if n, err := procstat.RSSKiB(pid); err == nil {
 				r.mu.Lock()
 				r.v = append(r.v, n)
 				r.mu.Unlock()
@@ -974,19 +976,6 @@ func median(v []int64) int64 {
 	s := append([]int64(nil), v...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
-}
-
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS")
 }
 
 func tail(s string, n int) string {
