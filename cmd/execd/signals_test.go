@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"execd/internal/mcptest"
 )
 
 // waitLog waits for a line of d's log that contains s.
@@ -31,9 +33,9 @@ func TestSecondSignalEndsTheShutdownGrace(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			// A grace no test waits out: only the second signal can end it.
 			d := startDaemon(t, t.TempDir(), `shutdown_grace = "1h"`)
-			c := &mcp{t: t, url: d.url, modern: true}
+			c := newMCP(t, d.url, true)
 			args := map[string]any{"code": `progress(1, 0, "spinning"); while(true){}`, "language": "javascript", "workspace": "busy"}
-			answer := c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": "p"}})
+			answer := c.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": "p"}})
 			for m := range answer {
 				if p, _ := m["params"].(map[string]any); p != nil && strings.Contains(fmt.Sprint(p["message"]), "spinning") {
 					break
@@ -72,7 +74,7 @@ func TestStdioSecondSignalEndsTheShutdownGrace(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	answer := lastOf(t, p.lines, p.logs)
-	sc, isErr, err := structured(answer)
+	sc, isErr, err := mcptest.Structured(answer)
 	if err != nil || !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "shutting down") {
 		t.Fatalf("the running call answered %v (%v)", answer, err)
 	}
