@@ -270,40 +270,6 @@ func TestGuestCannotLeaveItsDirectory(t *testing.T) {
 	d.stop()
 }
 
-func TestShutdownAnswersEveryRunningCall(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), `shutdown_grace = "500ms"`, "[limits]\nmax_concurrent_runs = 4")
-	const n = 20
-	var wg sync.WaitGroup
-	answers := make(chan string, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := newMCP(t, d.url, true)
-			sc, isErr := c.run(fmt.Sprintf("busy-%d", i), "while(true){}")
-			if !isErr {
-				answers <- fmt.Sprintf("call %d finished without error: %v", i, sc)
-				return
-			}
-			e, _ := sc["error"].(string)
-			if !strings.Contains(e, "shutting down") {
-				answers <- fmt.Sprintf("call %d: %v", i, sc)
-				return
-			}
-			answers <- ""
-		}()
-	}
-	time.Sleep(1500 * time.Millisecond)
-	d.stop()
-	wg.Wait()
-	close(answers)
-	for a := range answers {
-		if a != "" {
-			t.Error(a)
-		}
-	}
-}
-
 func TestDiskQuota(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "", "max_disk_mib = 1")
 	c := newMCP(t, d.url, true)

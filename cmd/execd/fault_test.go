@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -254,11 +253,19 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 			err error
 		}
 		done := make(chan outcome, 1)
+		// The neighbour's calls begin once the hostile code runs (it says
+		// so first), or has been answered.
 		started := make(chan struct{})
 		var once sync.Once
+		code := `progress(0, 0, "hostile started"); ` + hc.code
 		go func() {
-			msg, err := hostile.Call(context.Background(), i+1, "tools/call", execParams(ws, hc.code, hc.timeoutMS, fmt.Sprintf("h%d", i)),
-				func(map[string]any) bool { once.Do(func() { close(started) }); return true })
+			msg, err := hostile.Call(context.Background(), i+1, "tools/call", execParams(ws, code, hc.timeoutMS, fmt.Sprintf("h%d", i)),
+				func(m map[string]any) bool {
+					if p, _ := m["params"].(map[string]any); p["message"] == "hostile started" {
+						once.Do(func() { close(started) })
+					}
+					return true
+				})
 			once.Do(func() { close(started) })
 			done <- outcome{msg, err}
 		}()
@@ -408,90 +415,6 @@ func TestDisconnectLeavesNothingBehind(t *testing.T) {
 	d.stop()
 }
 
-// TestSIGTERMAnswersFiftyCallsBothEras: 50 calls in flight over HTTP, half
-// legacy and half modern, some running endless loops, some queued behind
-// them in the same workspace, some short enough to finish within the grace.
-// Every call gets its result or a "shutting down" error result, and execd
-// exits 0.
-func TestSIGTERMAnswersFiftyCallsBothEras(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), `shutdown_grace = "1s"`, "[limits]\nmax_concurrent_runs = 4")
-	const n = 50
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	sessions := make([]*mcptest.Client, 5)
-	for i := range sessions {
-		sessions[i] = &mcptest.Client{T: t, URL: d.url, HTTP: hc}
-		sessions[i].Initialize()
-	}
-	type answer struct {
-		i   int
-		msg map[string]any
-		err error
-	}
-	answers := make(chan answer, n)
-	inFlight := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
-		s := sessions[i%len(sessions)]
-		if i%2 == 1 {
-			s = &mcptest.Client{URL: d.url, HTTP: hc}
-		}
-		// i%5: 0,1 spin in their own workspace; 2 queues behind workspace
-		// "shared-<i%3>"; 3 spins there; 4 is short.
-		var ws, code string
-		switch i % 5 {
-		case 0, 1:
-			ws, code = fmt.Sprintf("spin-%d", i), "while(true){}"
-		case 2, 3:
-			ws, code = fmt.Sprintf("shared-%d", i%3), "while(true){}"
-		case 4:
-			ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d * 2", i)
-		}
-		go func() {
-			var once sync.Once
-			msg, err := s.Call(context.Background(), 1000+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("t%d", i)),
-				func(map[string]any) bool { once.Do(func() { inFlight <- struct{}{} }); return true })
-			once.Do(func() { inFlight <- struct{}{} })
-			answers <- answer{i, msg, err}
-		}()
-	}
-	// Wait until every call is in flight (its stream open: the first frame,
-	// or its answer), or 10s.
-	deadline := time.After(10 * time.Second)
-	for k := 0; k < n; k++ {
-		select {
-		case <-inFlight:
-		case <-deadline:
-			t.Logf("only %d of %d calls reported in flight", k, n)
-			k = n
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
-	d.stop()
-	counts := map[string]int{}
-	for k := 0; k < n; k++ {
-		a := <-answers
-		if a.err != nil {
-			t.Errorf("call %d: no answer: %v", a.i, a.err)
-			counts["lost"]++
-			continue
-		}
-		if id, _ := a.msg["id"].(float64); int(id) != 1000+a.i {
-			t.Errorf("call %d: answer for id %v", a.i, a.msg["id"])
-		}
-		sc, isErr, err := mcptest.Structured(a.msg)
-		switch {
-		case err != nil:
-			t.Errorf("call %d: %v", a.i, err)
-		case !isErr && a.i%5 == 4 && sc["result"] == strconv.Itoa(2*a.i):
-			counts["result"]++
-		case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
-			counts["shutting down"]++
-		default:
-			t.Errorf("call %d: %v", a.i, sc)
-		}
-	}
-	t.Logf("50 calls at SIGTERM: %v", counts)
-}
-
 // stdioProc is an execd -stdio process driven line by line.
 type stdioProc struct {
 	cmd    *exec.Cmd
@@ -563,104 +486,13 @@ func (p *stdioProc) logs() string {
 	return p.stderr.String()
 }
 
-// TestStdioSIGTERMAnswersCallsInFlight: an execd -stdio process of each era
-// with calls running and queued gets SIGTERM: every call is answered (its
-// result, or a "shutting down" error result) before it exits 0.
-func TestStdioSIGTERMAnswersCallsInFlight(t *testing.T) {
-	for _, modern := range []bool{false, true} {
-		t.Run(map[bool]string{false: "legacy", true: "modern"}[modern], func(t *testing.T) {
-			p := startStdio(t, fmt.Sprintf("[server]\nshutdown_grace = \"500ms\"\n[limits]\nmax_concurrent_runs = 2\n[workspace]\ndata_dir = %q\n", t.TempDir()))
-			meta := func(token string) map[string]any {
-				m := map[string]any{"progressToken": token}
-				if modern {
-					m["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
-					m["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-				}
-				return m
-			}
-			if !modern {
-				p.send(t, map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
-					"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "fault-test", "version": "1"}}})
-				p.send(t, map[string]any{"method": "notifications/initialized"})
-			}
-			const n = 12
-			for i := 1; i <= n; i++ {
-				ws, code := fmt.Sprintf("w%d", i%4), "while(true){}"
-				if i%4 == 0 {
-					ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d + 1", i)
-				}
-				p.send(t, map[string]any{"id": i, "method": "tools/call", "params": map[string]any{"name": "execute_code",
-					"arguments": map[string]any{"code": code, "language": "javascript", "workspace": ws}, "_meta": meta(fmt.Sprintf("p%d", i))}})
-			}
-			// Wait for the first frames: calls are running.
-			answered := map[int]map[string]any{}
-			timeout := time.After(30 * time.Second)
-			seen := 0
-			for seen < 2 {
-				select {
-				case m, ok := <-p.lines:
-					if !ok {
-						t.Fatalf("stdout closed early\n%s", p.logs())
-					}
-					if m["method"] == "notifications/progress" {
-						seen++
-					} else if id, ok := m["id"].(float64); ok && id > 0 {
-						answered[int(id)] = m
-					}
-				case <-timeout:
-					t.Fatalf("no progress\n%s", p.logs())
-				}
-			}
-			time.Sleep(300 * time.Millisecond)
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			for m := range p.lines { // ends when the process closes stdout
-				if id, ok := m["id"].(float64); ok && id > 0 {
-					if answered[int(id)] != nil {
-						t.Errorf("id %v answered twice", id)
-					}
-					answered[int(id)] = m
-				}
-			}
-			select {
-			case err := <-p.exited:
-				if err != nil {
-					t.Errorf("exit after SIGTERM: %v\n%s", err, p.logs())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no exit after SIGTERM\n%s", p.logs())
-			}
-			counts := map[string]int{}
-			for i := 1; i <= n; i++ {
-				m := answered[i]
-				if m == nil {
-					t.Errorf("id %d: no answer", i)
-					counts["lost"]++
-					continue
-				}
-				sc, isErr, err := mcptest.Structured(m)
-				switch {
-				case err != nil:
-					t.Errorf("id %d: %v", i, err)
-				case !isErr && i%4 == 0 && sc["result"] == strconv.Itoa(i+1):
-					counts["result"]++
-				case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
-					counts["shutting down"]++
-				default:
-					t.Errorf("id %d: %v", i, sc)
-				}
-			}
-			t.Logf("%d stdio calls at SIGTERM: %v", n, counts)
-			p.in.Close()
-		})
-	}
-}
-
 // TestSIGKILLMidRunKeepsFiles: execd killed outright (no shutdown at all)
 // while runs write files; a new execd on the same data directory finds every
 // file written by a finished run intact and serves the workspaces.
 func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 	data := t.TempDir()
-	d := startDaemon(t, data, "", "[limits]\nmax_concurrent_runs = 4")
+	const slots = 4
+	d := startDaemon(t, data, "", fmt.Sprintf("[limits]\nmax_concurrent_runs = %d", slots))
 	c := newMCP(t, d.url, true)
 	const n = 6
 	for i := 0; i < n; i++ {
@@ -668,20 +500,19 @@ func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 			t.Fatalf("write %d: %v", i, sc)
 		}
 	}
-	s := &mcptest.Client{URL: d.url}
-	var wg sync.WaitGroup
+	fl := newFleet()
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			code := fmt.Sprintf(`for (let j = 0; ; j++) fs.writeFile("/workspace/scratch.txt", "scratch %d " + j)`, i)
-			_, _ = s.Call(context.Background(), 10+i, "tools/call", execParams(fmt.Sprintf("k%d", i), code, 0, nil), nil)
-		}()
+		code := fmt.Sprintf(`for (let j = 0; ; j++) fs.writeFile("/workspace/scratch.txt", "scratch %d " + j)`, i)
+		fl.fly(&mcptest.Client{URL: d.url}, i, fmt.Sprintf("k%d", i), code)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The kill comes while every run slot holds a run that is writing, and
+	// the other calls wait in line.
+	running, _ := fl.await(t, slots, d.logs)
 	d.cmd.Process.Kill()
 	<-d.exited
-	wg.Wait()
+	for _, f := range fl.calls {
+		<-f.answered
+	}
 	d2 := startDaemon(t, data, "")
 	c2 := newMCP(t, d2.url, true)
 	for i := 0; i < n; i++ {
@@ -690,5 +521,6 @@ func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 			t.Errorf("workspace k%d after SIGKILL: %v", i, sc)
 		}
 	}
+	t.Logf("SIGKILL with %d runs writing (%v) and %d waiting", len(running), running, n-len(running))
 	d2.stop()
 }
