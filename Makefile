@@ -56,7 +56,7 @@ soak:
 ## deadline as a failure ("context deadline exceeded") when the timer fires on a loaded machine.
 ## Each count is about ten seconds' work here; FUZZSCALE multiplies them all.
 FUZZSCALE ?= 1
-FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObject:200000 \
+FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonscan:FuzzObject:200000 \
 	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
 	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
 	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
