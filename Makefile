@@ -6,7 +6,7 @@ ARGS    ?=
 # staticcheck, pinned: `go run` fetches this version through the module proxy once.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build guests run test lint unit e2e bench fuzz soak deploy clean
+.PHONY: all build guests run test quick lint unit e2e bench fuzz soak deploy clean
 
 all: build
 
@@ -23,8 +23,16 @@ build: guests
 run: build
 	./bin/execd $(ARGS)
 
-## test: everything CI runs.
-test: guests lint unit bench fuzz e2e soak deploy
+## test: everything CI runs, stage after stage, and each stage's wall time at the end
+## (test/stages.sh); the first stage that fails ends it.
+test:
+	@MAKE="$(MAKE)" bash test/stages.sh guests lint unit bench fuzz e2e soak deploy
+
+## quick: what can be checked without the guests, in about a minute: lint, then the tests of
+## every package but GUEST_PKGS (those that run the real guests), without the race detector.
+GUEST_PKGS := execd/cmd/execd execd/internal/worker execd/sandbox execd/bench/network
+quick: lint
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -x $(foreach p,$(GUEST_PKGS),-e $(p)))
 
 lint:
 	@out=$$(gofmt -l cmd internal sandbox bench test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -56,7 +64,7 @@ soak:
 ## deadline as a failure ("context deadline exceeded") when the timer fires on a loaded machine.
 ## Each count is about ten seconds' work here; FUZZSCALE multiplies them all.
 FUZZSCALE ?= 1
-FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObject:200000 \
+FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonscan:FuzzObject:200000 \
 	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
 	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
 	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
@@ -64,7 +72,8 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonrpc:FuzzObje
 	./internal/worker:FuzzReadImage:100000 ./internal/worker:FuzzJSImportRewrite:3000 \
 	./internal/frontend:FuzzSessionVerify:100000 ./internal/worker:FuzzEnvelope:60000 \
 	./internal/egress:FuzzTarget:130000 ./internal/egress:FuzzPattern:150000 \
-	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000
+	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000 \
+	./internal/procstat:FuzzVmRSS:300000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

@@ -8,55 +8,22 @@
 # `go tool pprof -http=: OUT/execd OUT/cpu.pprof`.
 #
 # Knobs (environment): ERA (modern), SECONDS_CPU (15), IDLE (100), OUT.
-set -euo pipefail
-
-cd "$(dirname "$0")/.."
 ERA=${ERA:-modern}
 SECONDS_CPU=${SECONDS_CPU:-15}
 IDLE=${IDLE:-100}
-OUT=${OUT:-$(mktemp -d -t execd-profile.XXXXXX)}
-mkdir -p "$OUT"
+source "$(dirname "$0")/lib.sh" profile
 
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-make -s guests >&2
-go build -o "$OUT/execd" ./cmd/execd
-go build -o "$OUT/load" ./bench/load
-LOAD=$OUT/load
-port=$("$LOAD" -free-port)
-pport=$("$LOAD" -free-port)
-rm -rf "$OUT/data"
-cat >"$OUT/execd.toml" <<EOF
-[server]
-listen = "127.0.0.1:$port"
-admin_listen = "127.0.0.1:$pport"
-[workspace]
-data_dir = "$OUT/data"
-max_workspaces = 4096
-idle_ttl = "1h"
-max_disk_mib = 0
-EOF
-"$OUT/execd" -config "$OUT/execd.toml" 2>"$OUT/execd.log" &
-PID=$!
-PIDS+=("$PID")
-for _ in $(seq 1 100); do
-	curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && break
-	sleep 0.1
-done
-URL="http://127.0.0.1:$port/mcp"
+build
+pport=$(free_port)
+start_execd main "admin_listen = \"127.0.0.1:$pport\""
+PID=$EXECD_PID
+URL=$EXECD_URL
 PPROF="http://127.0.0.1:$pport/debug/pprof"
 
 echo "== CPU: 8 clients, $ERA era, execute_code 1+1, ${SECONDS_CPU}s" >&2
 "$LOAD" -url "$URL" -era "$ERA" -clients 8 -duration "$((SECONDS_CPU + 4))s" >"$OUT/load.txt" &
 LPID=$!
-PIDS+=("$LPID")
+track "$LPID"
 sleep 2
 curl -fsS -o "$OUT/cpu.pprof" "$PPROF/profile?seconds=$SECONDS_CPU"
 wait "$LPID"

@@ -13,80 +13,22 @@
 # Knobs (environment): ROUNDS (3), DURATION per run (3s), CANCELS per run (20),
 # IDLE_STEPS (1,100,1000), OUT (a directory to keep logs and raw results).
 # The whole run takes about 5 minutes on 2 cores.
-set -euo pipefail
-
-cd "$(dirname "$0")/.."
-ROOT=$PWD
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-3s}
 CANCELS=${CANCELS:-20}
 IDLE_STEPS=${IDLE_STEPS:-1,100,1000}
-OUT=${OUT:-$(mktemp -d -t execd-bench.XXXXXX)}
-mkdir -p "$OUT"
+source "$(dirname "$0")/lib.sh" bench
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-log() { printf '== %s\n' "$*" >&2; }
-
 log "building (results and logs in $OUT)"
-make -s guests >&2
-go build -ldflags "-X main.version=bench" -o "$OUT/execd" ./cmd/execd
-go build -o "$OUT/load" ./bench/load
-(cd bench/peer && go build -o "$OUT/peer" .)
-LOAD=$OUT/load
-
-# wait_ready URL: poll /healthz until it answers.
-wait_ready() {
-	local url=$1
-	for _ in $(seq 1 100); do
-		if curl -fsS -o /dev/null "$url" 2>/dev/null; then return 0; fi
-		sleep 0.1
-	done
-	echo "run.sh: $url did not come up" >&2
-	return 1
-}
-
-# start_execd NAME: a fresh execd with its own data directory; sets EXECD_PID
-# and EXECD_URL.
-start_execd() {
-	local name=$1 port
-	port=$("$LOAD" -free-port)
-	rm -rf "$OUT/data-$name"
-	cat >"$OUT/execd-$name.toml" <<EOF
-[server]
-listen = "127.0.0.1:$port"
-[workspace]
-data_dir = "$OUT/data-$name"
-max_workspaces = 4096
-idle_ttl = "1h"
-max_disk_mib = 0
-EOF
-	"$OUT/execd" -config "$OUT/execd-$name.toml" 2>"$OUT/execd-$name.log" &
-	EXECD_PID=$!
-	PIDS+=("$EXECD_PID")
-	EXECD_URL="http://127.0.0.1:$port/mcp"
-	wait_ready "http://127.0.0.1:$port/healthz"
-}
-
-stop() {
-	kill "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
+build peer
 
 start_execd main
-PEER_PORT=$("$LOAD" -free-port)
+PEER_PORT=$(free_port)
 "$OUT/peer" -listen "127.0.0.1:$PEER_PORT" 2>"$OUT/peer.log" &
 PEER_PID=$!
-PIDS+=("$PEER_PID")
+track "$PEER_PID"
 PEER_URL="http://127.0.0.1:$PEER_PORT/mcp"
 wait_ready "http://127.0.0.1:$PEER_PORT/healthz"
 

@@ -1,31 +1,21 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
-)
 
-const (
-	legacyVersion = "2025-11-25"
-	modernVersion = "2026-07-28"
+	"execd/internal/mcptest"
 )
 
 // client is one MCP client: in the legacy era it owns a session; in the
-// modern era every request carries the per-request envelope.
+// modern era every request carries the per-request envelope. Requests,
+// headers and the reading of answers are internal/mcptest's, which reads
+// an answer in place, without a goroutine or a channel per call.
 type client struct {
-	hc      *http.Client
-	url     string
-	era     string
-	session string
-	nextID  atomic.Int64
+	mc *mcptest.Client
 }
 
 // callResult is what one tools/call produced.
@@ -55,75 +45,26 @@ func (r callResult) failure() string {
 }
 
 func newClient(hc *http.Client, url, era string) *client {
-	return &client{hc: hc, url: url, era: era}
+	return &client{mc: &mcptest.Client{URL: url, HTTP: hc, Legacy: era == "legacy"}}
 }
 
 // initialize opens a legacy session (no-op in the modern era).
 func (c *client) initialize(ctx context.Context) error {
-	if c.era != "legacy" {
+	if !c.mc.Legacy {
 		return nil
 	}
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyVersion +
-		`","capabilities":{},"clientInfo":{"name":"execd-bench-load","version":"0.1.0"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("initialize: http %d", resp.StatusCode)
-	}
-	c.session = resp.Header.Get("Mcp-Session-Id")
-	if c.session == "" {
-		return errors.New("initialize: no Mcp-Session-Id")
-	}
-	status, err := c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
-	if err != nil {
-		return err
-	}
-	if status != http.StatusAccepted {
-		return fmt.Errorf("notifications/initialized: http %d", status)
-	}
-	return nil
+	return c.mc.Handshake(ctx, `{}`)
 }
 
 // post sends a message whose answer is only a status (notifications).
-func (c *client) post(ctx context.Context, body string, hdr map[string]string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	c.headers(req, hdr)
-	resp, err := c.hc.Do(req)
+func (c *client) post(ctx context.Context, body string) (int, error) {
+	resp, err := c.mc.Send(ctx, []byte(body), nil)
 	if err != nil {
 		return 0, err
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
-}
-
-func (c *client) headers(req *http.Request, hdr map[string]string) {
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.era == "legacy" {
-		if c.session != "" {
-			req.Header.Set("Mcp-Session-Id", c.session)
-			req.Header.Set("MCP-Protocol-Version", legacyVersion)
-		}
-	} else {
-		req.Header.Set("MCP-Protocol-Version", modernVersion)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
 }
 
 // toolCall is one tools/call to send.
@@ -134,30 +75,17 @@ type toolCall struct {
 
 // body encodes the call for the client's era and returns it with its id.
 func (c *client) body(tc toolCall) (int64, []byte, map[string]string) {
-	id := c.nextID.Add(1)
+	id := c.mc.NextID()
 	args := map[string]any{"code": tc.code, "language": tc.language}
 	if tc.workspace != "" {
 		args["workspace"] = tc.workspace
 	}
-	meta := map[string]any{}
-	if tc.progressToken {
-		meta["progressToken"] = id
-	}
-	var hdr map[string]string
-	if c.era == "modern" {
-		meta["io.modelcontextprotocol/protocolVersion"] = modernVersion
-		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-		hdr = map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": tc.tool}
-		if tc.workspace != "" {
-			hdr["Mcp-Param-Workspace"] = tc.workspace
-		}
-	}
 	params := map[string]any{"name": tc.tool, "arguments": args}
-	if len(meta) > 0 {
-		params["_meta"] = meta
+	if tc.progressToken {
+		params["_meta"] = map[string]any{"progressToken": id}
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-	return id, b, hdr
+	body, hdr := c.mc.Request(id, "tools/call", params)
+	return id, body, hdr
 }
 
 // call sends one tools/call and reads its answer, JSON or SSE. onFrame, if
@@ -168,50 +96,18 @@ func (c *client) call(ctx context.Context, tc toolCall, onFrame func(msg map[str
 }
 
 func (c *client) send(ctx context.Context, id int64, body []byte, hdr map[string]string, onFrame func(map[string]any)) (callResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return callResult{}, err
-	}
-	c.headers(req, hdr)
-	resp, err := c.hc.Do(req)
+	resp, err := c.mc.Send(ctx, body, hdr)
 	if err != nil {
 		return callResult{}, err
 	}
 	defer resp.Body.Close()
-	r := callResult{status: resp.StatusCode}
-	ct := resp.Header.Get("Content-Type")
-	if strings.HasPrefix(ct, "text/event-stream") {
-		r.sse = true
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if !bytes.HasPrefix(line, []byte("data:")) {
-				continue
-			}
-			var msg map[string]any
-			if json.Unmarshal(bytes.TrimSpace(line[len("data:"):]), &msg) != nil {
-				continue
-			}
-			if done := r.take(id, msg, onFrame); done {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				return r, nil
-			}
-		}
-		return r, sc.Err()
+	r := callResult{status: resp.StatusCode, sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	err = mcptest.Read(resp, func(msg map[string]any) bool { return !r.take(id, msg, onFrame) })
+	if r.response {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return r, nil
 	}
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return r, err
-	}
-	if len(bytes.TrimSpace(b)) > 0 {
-		var msg map[string]any
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return r, fmt.Errorf("decode answer: %w", err)
-		}
-		r.take(id, msg, onFrame)
-	}
-	return r, nil
+	return r, err
 }
 
 // take folds one message into r; it reports whether it was the answer.
@@ -243,5 +139,5 @@ func (r *callResult) take(id int64, msg map[string]any, onFrame func(map[string]
 // cancel sends the legacy notifications/cancelled for id.
 func (c *client) cancel(ctx context.Context, id int64) (int, error) {
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"bench"}}`, id)
-	return c.post(ctx, body, nil)
+	return c.post(ctx, body)
 }

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"execd/internal/procstat"
 )
 
 type options struct {
@@ -147,7 +149,7 @@ func main() {
 		os.Exit(1)
 	}
 	if o.pid > 0 && s.RSSKiB == 0 {
-		s.RSSKiB, _ = readRSS(o.pid)
+		s.RSSKiB, _ = procstat.RSSKiB(o.pid)
 	}
 	s.print(os.Stdout)
 	if o.out != "" {
@@ -537,7 +539,7 @@ func runIdle(o options) (summary, error) {
 	}
 	s := o.base()
 	s.RSSSteps = map[string]int64{}
-	rss0, err := readRSS(o.pid)
+	rss0, err := procstat.RSSKiB(o.pid)
 	if err != nil {
 		return summary{}, err
 	}
@@ -575,7 +577,7 @@ func runIdle(o options) (summary, error) {
 		wg.Wait()
 		created = n
 		time.Sleep(500 * time.Millisecond) // let the server settle
-		rss, err := readRSS(o.pid)
+		rss, err := procstat.RSSKiB(o.pid)
 		if err != nil {
 			return summary{}, err
 		}
@@ -592,23 +594,6 @@ func runIdle(o options) (summary, error) {
 	a, b := all[len(all)-2], all[len(all)-1]
 	s.RSSPerWorkspaceKiB = float64(s.RSSSteps[strconv.Itoa(b)]-s.RSSSteps[strconv.Itoa(a)]) / float64(b-a)
 	return s, nil
-}
-
-// readRSS returns VmRSS of pid in KiB.
-func readRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				return strconv.ParseInt(f[0], 10, 64)
-			}
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 func sum(m map[string]int) int {

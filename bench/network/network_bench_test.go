@@ -23,12 +23,12 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"execd/internal/egress"
 	"execd/internal/egress/egresstest"
+	"execd/internal/procstat"
 	"execd/internal/worker"
 )
 
@@ -99,17 +99,11 @@ func (bn *bench) goFloor(b *testing.B) time.Duration {
 // back what it can.
 func rssKiB(b *testing.B) int64 {
 	debug.FreeOSMemory()
-	raw, err := os.ReadFile("/proc/self/status")
+	n, err := procstat.SelfRSSKiB()
 	if err != nil {
-		b.Skip("no /proc/self/status")
+		b.Fatal(err)
 	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
+	return n
 }
 
 func (bn *bench) worker(b *testing.B, lang string) *worker.Worker {

@@ -28,11 +28,11 @@ func get(t *testing.T, url string) (int, string) {
 func TestAdminListenerServesMetricsAndStatusOnly(t *testing.T) {
 	dir := t.TempDir()
 	d, admin := launch(t, fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n[workspace]\ndata_dir = %q\n", dir), true)
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	if sc, isErr := c.run("seen", "var x = 1; x"); isErr {
 		t.Fatalf("call: %v", sc)
 	}
-	c = &mcp{t: t, url: d.url}
+	c = newMCP(t, d.url, false)
 	c.init()
 	if sc, isErr := c.runLang("seen", "python", "y = 2"); isErr {
 		t.Fatalf("python call: %v", sc)

@@ -19,7 +19,7 @@ import (
 func TestSQLiteSurvivesRestart(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	py := func(ws, code string) map[string]any {
 		t.Helper()
 		sc, isErr := c.runLang(ws, "python", code)
@@ -46,7 +46,7 @@ func TestSQLiteSurvivesRestart(t *testing.T) {
 	}
 
 	d2 := startDaemon(t, data, "")
-	c = &mcp{t: t, url: d2.url, modern: true}
+	c = newMCP(t, d2.url, true)
 	sc := py("closed", "kept, sqlite3.connect('shop.db').execute('select name, price from items order by price').fetchall()")
 	if sc["status"] != "ok" || sc["result"] != "('yes', [('tea', 3.5), ('cake', 4.25)])" {
 		t.Errorf("closed connection, after the restart: %v", sc)
@@ -62,11 +62,11 @@ func TestSQLiteSurvivesRestart(t *testing.T) {
 // with status timeout, and a variable of an earlier call is still there.
 func TestSQLiteRunawayQueryTimesOut(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	if sc, isErr := c.runLang("cte", "python", "import sqlite3\ndb = sqlite3.connect(':memory:')\ntotal = 42"); isErr {
 		t.Fatalf("%v", sc)
 	}
-	m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{
+	m := c.RPC("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{
 		"code":     "db.execute('with recursive c(i) as (select 1 union all select i + 1 from c) select count(*) from c').fetchone()",
 		"language": "python", "workspace": "cte", "timeout_ms": 500,
 	}}, nil)
@@ -86,7 +86,7 @@ func TestSQLiteRunawayQueryTimesOut(t *testing.T) {
 // the workspace goes on.
 func TestSQLiteCountsAgainstTheQuota(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "", "max_disk_mib = 1")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	sc, isErr := c.runLang("q", "python", "import sqlite3\ndb = sqlite3.connect('big.db')\ndb.execute('create table t(b)')\n"+
 		"db.execute('insert into t with recursive c(i) as (select 1 union all select i + 1 from c where i < 4000) select randomblob(1000) from c')\n"+
 		"db.commit()")

@@ -11,17 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// tool calls a tool and returns its structured content and isError.
-func (c *mcp) tool(name string, args map[string]any) (map[string]any, bool) {
-	c.t.Helper()
-	sc, isErr, err := structured(c.rpc("tools/call", map[string]any{"name": name, "arguments": args}, nil))
-	if err != nil {
-		c.t.Fatalf("%s %v: %v", name, args, err)
-	}
-	return sc, isErr
-}
+	"execd/internal/mcptest"
+)
 
 // answer waits for the response to id, skipping other lines.
 func (p *stdioProc) answer(t *testing.T, id int) map[string]any {
@@ -45,7 +37,7 @@ func (p *stdioProc) answer(t *testing.T, id int) map[string]any {
 func TestCheckpointRestoreForkWithTheRealGuests(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		ws := fmt.Sprintf("cp-%v", modern)
 		for _, step := range []struct{ lang, code string }{
@@ -56,13 +48,13 @@ func TestCheckpointRestoreForkWithTheRealGuests(t *testing.T) {
 				t.Fatalf("modern=%v %s: %v", modern, step.lang, sc)
 			}
 		}
-		sc, isErr := c.tool("checkpoint_workspace", map[string]any{"workspace": ws, "name": "good"})
+		sc, isErr := c.Tool("checkpoint_workspace", map[string]any{"workspace": ws, "name": "good"})
 		if isErr || sc["checkpoint"] != "good" {
 			t.Fatalf("modern=%v checkpoint: %v", modern, sc)
 		}
 		c.runLang(ws, "javascript", `x = "after"; fs.writeFile("/workspace/f.txt", "file after"); fs.writeFile("/workspace/new.txt", "n")`)
 		c.runLang(ws, "python", "y = 'py after'")
-		if sc, isErr := c.tool("restore_workspace", map[string]any{"workspace": ws, "checkpoint": "good"}); isErr {
+		if sc, isErr := c.Tool("restore_workspace", map[string]any{"workspace": ws, "checkpoint": "good"}); isErr {
 			t.Fatalf("modern=%v restore: %v", modern, sc)
 		}
 		if sc, isErr := c.runLang(ws, "javascript", `x + "|" + fs.readFile("/workspace/f.txt") + "|" + fs.exists("/workspace/new.txt")`); isErr || sc["result"] != `"before|file before|false"` || sc["status"] != "ok" {
@@ -72,7 +64,7 @@ func TestCheckpointRestoreForkWithTheRealGuests(t *testing.T) {
 			t.Fatalf("modern=%v python after restore: %v", modern, sc)
 		}
 
-		sc, isErr = c.tool("fork_workspace", map[string]any{"workspace": ws})
+		sc, isErr = c.Tool("fork_workspace", map[string]any{"workspace": ws})
 		fork, _ := sc["workspace"].(string)
 		if isErr || fork == "" || fork == ws {
 			t.Fatalf("modern=%v fork: %v", modern, sc)
@@ -90,7 +82,7 @@ func TestCheckpointRestoreForkWithTheRealGuests(t *testing.T) {
 			t.Errorf("modern=%v the fork repeats its source's random numbers: %v", modern, a["result"])
 		}
 
-		list, _ := c.tool("list_workspaces", map[string]any{})
+		list, _ := c.Tool("list_workspaces", map[string]any{})
 		var entry map[string]any
 		for _, e := range list["workspaces"].([]any) {
 			if e.(map[string]any)["workspace"] == ws {
@@ -110,22 +102,22 @@ func TestCheckpointsBelongToTheirPrincipal(t *testing.T) {
 	os.WriteFile(tokens, []byte("alice alice-token-0123456789\nbob bob-token-0123456789ab\n"), 0o600)
 	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens))
 	for _, modern := range []bool{false, true} {
-		alice := &mcp{t: t, url: d.url, token: "alice-token-0123456789", modern: modern}
-		bob := &mcp{t: t, url: d.url, token: "bob-token-0123456789ab", modern: modern}
+		alice := newMCP(t, d.url, modern).withToken("alice-token-0123456789")
+		bob := newMCP(t, d.url, modern).withToken("bob-token-0123456789ab")
 		alice.init()
 		bob.init()
 		ws := fmt.Sprintf("secret-%v", modern)
 		alice.run(ws, `var secret = "alice's"`)
-		if sc, isErr := alice.tool("checkpoint_workspace", map[string]any{"workspace": ws, "name": "c"}); isErr {
+		if sc, isErr := alice.Tool("checkpoint_workspace", map[string]any{"workspace": ws, "name": "c"}); isErr {
 			t.Fatalf("alice's checkpoint: %v", sc)
 		}
-		if sc, isErr := bob.tool("restore_workspace", map[string]any{"workspace": ws, "checkpoint": "c"}); !isErr {
+		if sc, isErr := bob.Tool("restore_workspace", map[string]any{"workspace": ws, "checkpoint": "c"}); !isErr {
 			t.Errorf("modern=%v bob restored alice's checkpoint: %v", modern, sc)
 		}
-		if sc, isErr := bob.tool("fork_workspace", map[string]any{"workspace": ws, "new_workspace": "mine"}); !isErr {
+		if sc, isErr := bob.Tool("fork_workspace", map[string]any{"workspace": ws, "new_workspace": "mine"}); !isErr {
 			t.Errorf("modern=%v bob forked alice's workspace: %v", modern, sc)
 		}
-		list, _ := bob.tool("list_workspaces", map[string]any{})
+		list, _ := bob.Tool("list_workspaces", map[string]any{})
 		if b, _ := json.Marshal(list); strings.Contains(string(b), ws) {
 			t.Errorf("modern=%v bob's list shows alice's workspace: %s", modern, b)
 		}
@@ -143,7 +135,7 @@ func TestCheckpointOverStdio(t *testing.T) {
 	call := func(id int, name string, args map[string]any) map[string]any {
 		t.Helper()
 		p.send(t, map[string]any{"id": id, "method": "tools/call", "params": map[string]any{"name": name, "arguments": args}})
-		sc, isErr, err := structured(answer(id))
+		sc, isErr, err := mcptest.Structured(answer(id))
 		if err != nil || isErr {
 			t.Fatalf("%s: %v %v", name, sc, err)
 		}

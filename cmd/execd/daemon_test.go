@@ -7,10 +7,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"execd/internal/mcptest"
+	"execd/internal/procstat"
 )
 
 var binPath string
@@ -143,129 +146,39 @@ func (d *daemon) stop() {
 	}
 }
 
-// mcp is a minimal client of either era.
-type mcp struct {
-	t       *testing.T
-	url     string
-	modern  bool
-	token   string
-	session string
-	nextID  int
-	mu      sync.Mutex
+// mcp is the shared MCP test client (internal/mcptest) with the daemon
+// tests' shorthands.
+type mcp struct{ *mcptest.Client }
+
+// newMCP is a client of url in the modern era, or in the legacy era, where
+// init starts its session.
+func newMCP(t testing.TB, url string, modern bool) *mcp {
+	return &mcp{&mcptest.Client{T: t, URL: url, Legacy: !modern}}
 }
 
-// post sends one request of the client's era and returns the response.
-func (c *mcp) post(method string, params map[string]any, hdr map[string]string) *http.Response {
-	c.t.Helper()
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.mu.Unlock()
-	if params == nil {
-		params = map[string]any{}
-	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	if c.modern {
-		modernRequest(h, method, params)
-	} else if c.session != "" {
-		h.Set("Mcp-Session-Id", c.session)
-	}
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
-	}
-	for k, v := range hdr {
-		h.Set(k, v)
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
-	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s: %v", method, err)
-	}
-	return resp
-}
+// withToken sets the client's bearer token.
+func (c *mcp) withToken(token string) *mcp { c.Token = token; return c }
 
-// answerIn is the JSON-RPC response in a POST's answer: the body itself
-// when it is JSON, else the last SSE data event with an id; nil if none.
-func answerIn(contentType string, raw []byte) map[string]any {
-	var msg map[string]any
-	if !strings.HasPrefix(contentType, "text/event-stream") {
-		_ = json.Unmarshal(raw, &msg)
-		return msg
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if d, ok := strings.CutPrefix(l, "data: "); ok {
-			var m map[string]any
-			if json.Unmarshal([]byte(d), &m) == nil && m["id"] != nil {
-				msg = m
-			}
-		}
-	}
-	return msg
-}
-
-func (c *mcp) rpc(method string, params map[string]any, hdr map[string]string) map[string]any {
-	c.t.Helper()
-	resp := c.post(method, params, hdr)
-	defer resp.Body.Close()
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		c.session = sid
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	msg := answerIn(resp.Header.Get("Content-Type"), raw)
-	if msg == nil {
-		c.t.Fatalf("%s: HTTP %d, no answer: %s", method, resp.StatusCode, raw)
-	}
-	return msg
-}
-
-// modernRequest adds the 2026-07-28 envelope to params (keeping any other
-// _meta keys) and the mirrored headers to h.
-func modernRequest(h http.Header, method string, params map[string]any) {
-	meta, _ := params["_meta"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
-	meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-	params["_meta"] = meta
-	h.Set("MCP-Protocol-Version", "2026-07-28")
-	h.Set("Mcp-Method", method)
-	if n, ok := params["name"].(string); ok {
-		h.Set("Mcp-Name", n)
-	}
-	if args, ok := params["arguments"].(map[string]any); ok {
-		if ws, ok := args["workspace"].(string); ok {
-			h.Set("Mcp-Param-Workspace", ws)
-		}
-	}
-}
-
+// init starts a legacy session (initialize, initialized); nothing in the
+// modern era.
 func (c *mcp) init() {
-	c.t.Helper()
-	if c.modern {
-		return
-	}
-	c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "daemon-test", "version": "1"}}, nil)
-	if c.session == "" {
-		c.t.Fatal("no session")
+	c.T.Helper()
+	if c.Legacy {
+		c.Initialize()
 	}
 }
 
-// run calls execute_code and returns structuredContent and isError.
+// run calls execute_code in JavaScript and returns structuredContent and
+// isError.
 func (c *mcp) run(ws, code string) (map[string]any, bool) {
-	c.t.Helper()
+	c.T.Helper()
 	return c.runLang(ws, "javascript", code)
 }
 
 func TestStateAcrossCallsBothEras(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		sc, isErr := c.run("", "let x = 41")
 		ws, _ := sc["workspace"].(string)
@@ -287,7 +200,7 @@ func TestStateAcrossCallsBothEras(t *testing.T) {
 func TestFilesSurviveRestart(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
-	c := &mcp{t: t, url: d.url}
+	c := newMCP(t, d.url, false)
 	c.init()
 	sc, isErr := c.run("notes", `fs.writeFile("/workspace/note.txt", "kept across restarts"); var v = 1`)
 	if isErr {
@@ -298,7 +211,7 @@ func TestFilesSurviveRestart(t *testing.T) {
 		t.Fatalf("file on the host: %q, %v", b, err)
 	}
 	d2 := startDaemon(t, data, "")
-	c2 := &mcp{t: t, url: d2.url}
+	c2 := newMCP(t, d2.url, false)
 	c2.init()
 	sc, isErr = c2.run("notes", `fs.readFile("/workspace/note.txt") + "/" + typeof v`)
 	if isErr || sc["result"] != `"kept across restarts/number"` {
@@ -314,8 +227,8 @@ func TestPrincipalsIsolated(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokens, []byte("alice alice-token-0123456789\nbob bob-token-0123456789ab\n"), 0o600)
 	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens))
-	alice := &mcp{t: t, url: d.url, token: "alice-token-0123456789", modern: true}
-	bob := &mcp{t: t, url: d.url, token: "bob-token-0123456789ab", modern: true}
+	alice := newMCP(t, d.url, true).withToken("alice-token-0123456789")
+	bob := newMCP(t, d.url, true).withToken("bob-token-0123456789ab")
 	if sc, isErr := alice.run("shared", `var secret = "alice's"; fs.writeFile("/workspace/s.txt", secret)`); isErr {
 		t.Fatalf("alice: %v", sc)
 	}
@@ -323,12 +236,12 @@ func TestPrincipalsIsolated(t *testing.T) {
 	if isErr || sc["result"] != `"undefined,false"` {
 		t.Fatalf("bob sees alice's workspace: %v", sc)
 	}
-	m := bob.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil)
+	m := bob.RPC("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil)
 	b, _ := json.Marshal(m)
 	if !strings.Contains(string(b), `shared`) {
 		t.Fatalf("bob's list lacks his own workspace: %s", b)
 	}
-	bob.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "shared"}}, nil)
+	bob.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "shared"}}, nil)
 	if sc, isErr := alice.run("shared", `secret + "," + fs.readFile("/workspace/s.txt")`); isErr || sc["result"] != `"alice's,alice's"` {
 		t.Fatalf("bob's delete reached alice: %v", sc)
 	}
@@ -339,7 +252,7 @@ func TestGuestCannotLeaveItsDirectory(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "outside.txt"), []byte("host secret"), 0o600)
 	d := startDaemon(t, data, "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for _, code := range []string{
 		`fs.readFile("/etc/passwd")`,
 		`fs.readFile("/workspace/../../outside.txt")`,
@@ -357,43 +270,9 @@ func TestGuestCannotLeaveItsDirectory(t *testing.T) {
 	d.stop()
 }
 
-func TestShutdownAnswersEveryRunningCall(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), `shutdown_grace = "500ms"`, "[limits]\nmax_concurrent_runs = 4")
-	const n = 20
-	var wg sync.WaitGroup
-	answers := make(chan string, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := &mcp{t: t, url: d.url, modern: true}
-			sc, isErr := c.run(fmt.Sprintf("busy-%d", i), "while(true){}")
-			if !isErr {
-				answers <- fmt.Sprintf("call %d finished without error: %v", i, sc)
-				return
-			}
-			e, _ := sc["error"].(string)
-			if !strings.Contains(e, "shutting down") {
-				answers <- fmt.Sprintf("call %d: %v", i, sc)
-				return
-			}
-			answers <- ""
-		}()
-	}
-	time.Sleep(1500 * time.Millisecond)
-	d.stop()
-	wg.Wait()
-	close(answers)
-	for a := range answers {
-		if a != "" {
-			t.Error(a)
-		}
-	}
-}
-
 func TestDiskQuota(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "", "max_disk_mib = 1")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	sc, isErr := c.run("q", `let big = "x".repeat(1 << 20); let n = 0; let err = "";
 try { for (let i = 0; i < 4; i++) { fs.writeFile("/workspace/f" + i, big); n++ } } catch (e) { err = String(e) }
 n + " " + err`)
@@ -417,16 +296,9 @@ func TestAuthTokensReloadOnSIGHUP(t *testing.T) {
 	os.WriteFile(tokens, []byte("alice old-token-0123456789\n"), 0o600)
 	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens))
 	status := func(token string) int {
-		req, _ := http.NewRequest(http.MethodPost, d.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/list")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := &mcptest.Client{T: t, URL: d.url, Token: token}
+		body, hdr := c.Request(1, "tools/list", nil)
+		resp := c.Post(context.Background(), string(body), hdr)
 		resp.Body.Close()
 		return resp.StatusCode
 	}
@@ -451,29 +323,21 @@ func TestAuthTokensReloadOnSIGHUP(t *testing.T) {
 	}
 }
 
-// rssKiB reads a process's resident set size.
-func rssKiB(t *testing.T, pid int) int {
+// rssKiB is a process's resident set size; an error fails the test.
+func rssKiB(t testing.TB, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.RSSKiB(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kib int
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
-			return kib
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
 	// A client that makes a new workspace on every call: with at most 4 live
 	// interpreters, memory must stop growing however many it makes.
 	d := startDaemon(t, t.TempDir(), "", "", "max_workspaces = 4")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for i := 0; i < 40; i++ {
 		if sc, isErr := c.run("", "var big = new Array(1e5).fill(1); big.length"); isErr {
 			t.Fatalf("call %d: %v", i, sc)
@@ -497,10 +361,10 @@ func TestWorkspaceCreationLoopStaysBounded(t *testing.T) {
 
 func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	call := func(ws, code string, timeoutMs int, token string) <-chan map[string]any {
 		args := map[string]any{"code": code, "language": "javascript", "workspace": ws, "timeout_ms": timeoutMs}
-		return c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": token}})
+		return c.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": args, "_meta": map[string]any{"progressToken": token}})
 	}
 	// The busy call reports from inside the guest: once that frame is in,
 	// it holds the only run slot.
@@ -539,43 +403,14 @@ func TestTimeoutCountsRunTimeNotQueueTime(t *testing.T) {
 	d.stop()
 }
 
-// stream posts one request and delivers every message of its SSE answer,
-// the response last (a JSON answer is the response alone).
-func (c *mcp) stream(method string, params map[string]any) <-chan map[string]any {
-	c.t.Helper()
-	resp := c.post(method, params, nil)
-	ch := make(chan map[string]any, 16)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			var m map[string]any // a quick answer, alone
-			if json.NewDecoder(resp.Body).Decode(&m) == nil {
-				ch <- m
-			}
-			return
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil {
-					ch <- m
-				}
-			}
-		}
-	}()
-	return ch
-}
-
 func TestPythonAndJavaScriptShareAWorkspace(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		ws := fmt.Sprintf("mixed-%v", modern)
 		py := func(code string) (map[string]any, bool) {
-			m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": "python", "workspace": ws}}, nil)
+			m := c.RPC("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": "python", "workspace": ws}}, nil)
 			res := m["result"].(map[string]any)
 			isErr, _ := res["isError"].(bool)
 			return res["structuredContent"].(map[string]any), isErr

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"testing"
+
+	"execd/internal/mcptest"
 )
 
 // pythonHostileCases are the Python counterparts of hostileCases.
@@ -24,20 +26,20 @@ var pythonHostileCases = []hostileCase{
 func TestPythonHostileCodeLeavesNothingBehind(t *testing.T) {
 	d, p := startProbedDaemon(t, t.TempDir(), "",
 		"[limits]\nmax_memory_mib = 128\n[sandbox]\ninterrupt_grace = \"500ms\"")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	py := func(ws, code string, timeoutMS int) (map[string]any, bool) {
 		args := map[string]any{"code": code, "language": "python", "workspace": ws}
 		if timeoutMS > 0 {
 			args["timeout_ms"] = timeoutMS
 		}
-		sc, isErr, err := structured(c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil))
+		sc, isErr, err := mcptest.Structured(c.RPC("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sc, isErr
 	}
 	py("warm", "1", 0)
-	c.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "warm"}}, nil)
+	c.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "warm"}}, nil)
 	baseG, baseRSS := p.baseline()
 	for i, hc := range pythonHostileCases {
 		ws := fmt.Sprintf("py-hostile-%d", i)
@@ -53,7 +55,7 @@ func TestPythonHostileCodeLeavesNothingBehind(t *testing.T) {
 		if sc, isErr := py(ws, "6*7", 0); isErr || sc["result"] != "42" {
 			t.Errorf("%s: the workspace after it: %v", hc.name, sc)
 		}
-		c.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
+		c.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
 		p.settleGoroutines(hc.name, baseG)
 		rss := p.settleRSS(hc.name, baseRSS)
 		t.Logf("python %-20s status %-8s reset=%-5v; then RSS %d MiB", hc.name, status, sc["reset"] == true, rss>>10)

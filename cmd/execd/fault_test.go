@@ -23,9 +23,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"execd/internal/mcptest"
 )
 
 // probe reads a daemon's resources: goroutines through its admin listener,
@@ -85,24 +86,7 @@ func (p *probe) goroutineDump() string {
 // rssKiB is the daemon's VmRSS.
 func (p *probe) rssKiB() int64 {
 	p.t.Helper()
-	n, err := vmRSS(p.pid)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return n
-}
-
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS")
+	return rssKiB(p.t, p.pid)
 }
 
 // gc makes the daemon collect garbage (the heap profile's gc=1 runs
@@ -187,103 +171,6 @@ func (p *probe) settleRSS(what string, base int64) int64 {
 	return n
 }
 
-// stream is one JSON-RPC request over HTTP whose answer is read as it comes
-// (JSON or SSE). It never calls t.Fatal, so goroutines may use it.
-type stream struct {
-	url     string
-	modern  bool
-	session string
-	hc      *http.Client
-}
-
-// call posts one request with the given id and reads the answer. onFrame
-// sees every notification before the answer; if it returns false the
-// stream is closed at once (the client goes away) and call returns
-// errDisconnected.
-func (s stream) call(ctx context.Context, id any, method string, params map[string]any, onFrame func(map[string]any) bool) (map[string]any, error) {
-	if params == nil {
-		params = map[string]any{}
-	}
-	req, err := s.request(ctx, id, method, params)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req = req.WithContext(ctx)
-	hc := s.hc
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		var msg map[string]any
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, fmt.Errorf("HTTP %d: %q", resp.StatusCode, b)
-		}
-		return msg, nil
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var msg map[string]any
-		if err := json.Unmarshal([]byte(data), &msg); err != nil {
-			return nil, fmt.Errorf("bad SSE data %q", data)
-		}
-		if _, isNote := msg["method"]; isNote {
-			if onFrame != nil && !onFrame(msg) {
-				cancel()
-				return nil, errDisconnected
-			}
-			continue
-		}
-		return msg, nil
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errNoAnswer
-}
-
-var (
-	errDisconnected = errors.New("the client closed the stream")
-	errNoAnswer     = errors.New("the stream ended without an answer")
-)
-
-func (s stream) request(ctx context.Context, id any, method string, params map[string]any) (*http.Request, error) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	if s.modern {
-		modernRequest(h, method, params)
-	} else {
-		h.Set("Mcp-Session-Id", s.session)
-		h.Set("MCP-Protocol-Version", "2025-11-25")
-	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header = h
-	return req, nil
-}
-
 // execParams are the params of an execute_code call with a progress token.
 func execParams(ws, code string, timeoutMS int, token any) map[string]any {
 	args := map[string]any{"code": code, "language": "javascript", "workspace": ws}
@@ -295,49 +182,6 @@ func execParams(ws, code string, timeoutMS int, token any) map[string]any {
 		p["_meta"] = map[string]any{"progressToken": token}
 	}
 	return p
-}
-
-// structured returns a response's structuredContent and isError, or why
-// the response is not a tool result.
-// A result that carries images has no structuredContent: its text block is
-// the same JSON.
-func structured(msg map[string]any) (map[string]any, bool, error) {
-	res, ok := msg["result"].(map[string]any)
-	if !ok {
-		return nil, false, fmt.Errorf("not a result: %v", msg)
-	}
-	isErr, _ := res["isError"].(bool)
-	if sc, ok := res["structuredContent"].(map[string]any); ok {
-		return sc, isErr, nil
-	}
-	content, _ := res["content"].([]any)
-	if len(content) == 0 {
-		return nil, isErr, fmt.Errorf("a result without content: %v", msg)
-	}
-	text, _ := content[0].(map[string]any)["text"].(string)
-	var sc map[string]any
-	if err := json.Unmarshal([]byte(text), &sc); err != nil {
-		return nil, isErr, fmt.Errorf("the text block is not JSON: %q", text)
-	}
-	return sc, isErr, nil
-}
-
-// legacySession opens a legacy session (initialize, initialized) and
-// returns its id.
-func legacySession(t *testing.T, url string) string {
-	t.Helper()
-	c := &mcp{t: t, url: url}
-	c.init()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.session)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return c.session
 }
 
 // hostileCase is one snippet of hostile code and the statuses it may end in.
@@ -385,7 +229,7 @@ func bystanderSum() int {
 func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 	d, p := startProbedDaemon(t, t.TempDir(), "",
 		"[limits]\nmax_memory_mib = 128\nmax_concurrent_runs = 4\n[sandbox]\ninterrupt_grace = \"500ms\"")
-	calm := &mcp{t: t, url: d.url}
+	calm := newMCP(t, d.url, false)
 	calm.init()
 	nonce := fmt.Sprintf("n%d", time.Now().UnixNano())
 	if sc, isErr := calm.run("calm", fmt.Sprintf("var mark = %q", nonce)); isErr {
@@ -394,13 +238,13 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 	want := fmt.Sprintf("%q", fmt.Sprintf("%s:%d", nonce, bystanderSum()))
 	// Warm up: an instance created and deleted, so that one-time caches are
 	// part of the baseline.
-	warm := &mcp{t: t, url: d.url, modern: true}
+	warm := newMCP(t, d.url, true)
 	warm.run("warm", "1")
-	warm.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "warm"}}, nil)
+	warm.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "warm"}}, nil)
 	baseG, baseRSS := p.baseline()
 	t.Logf("baseline: %d goroutines, RSS %d MiB", baseG, baseRSS>>10)
 
-	hostile := stream{url: d.url, modern: true}
+	hostile := &mcptest.Client{URL: d.url}
 	neighbourCalls := 0
 	for i, hc := range hostileCases {
 		ws := fmt.Sprintf("hostile-%d", i)
@@ -409,11 +253,19 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 			err error
 		}
 		done := make(chan outcome, 1)
+		// The neighbour's calls begin once the hostile code runs (it says
+		// so first), or has been answered.
 		started := make(chan struct{})
 		var once sync.Once
+		code := `progress(0, 0, "hostile started"); ` + hc.code
 		go func() {
-			msg, err := hostile.call(context.Background(), i+1, "tools/call", execParams(ws, hc.code, hc.timeoutMS, fmt.Sprintf("h%d", i)),
-				func(map[string]any) bool { once.Do(func() { close(started) }); return true })
+			msg, err := hostile.Call(context.Background(), i+1, "tools/call", execParams(ws, code, hc.timeoutMS, fmt.Sprintf("h%d", i)),
+				func(m map[string]any) bool {
+					if p, _ := m["params"].(map[string]any); p["message"] == "hostile started" {
+						once.Do(func() { close(started) })
+					}
+					return true
+				})
 			once.Do(func() { close(started) })
 			done <- outcome{msg, err}
 		}()
@@ -440,7 +292,7 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 		if out.err != nil {
 			t.Fatalf("%s: %v\n%s", hc.name, out.err, d.logs())
 		}
-		sc, isErr, err := structured(out.msg)
+		sc, isErr, err := mcptest.Structured(out.msg)
 		if err != nil {
 			t.Fatalf("%s: %v", hc.name, err)
 		}
@@ -460,11 +312,11 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 			t.Errorf("%s: not reset: %v", hc.name, sc)
 		}
 		// The hostile workspace itself still works afterwards.
-		after := &mcp{t: t, url: d.url, modern: true}
+		after := newMCP(t, d.url, true)
 		if sc, isErr := after.run(ws, "6*7"); isErr || sc["result"] != "42" {
 			t.Errorf("%s: the workspace after it: %v", hc.name, sc)
 		}
-		after.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
+		after.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
 		p.settleGoroutines(hc.name, baseG)
 		rss := p.settleRSS(hc.name, baseRSS)
 		t.Logf("%-28s status %-8s reset=%-5v neighbour calls %3d; then %d goroutines, RSS %d MiB",
@@ -473,13 +325,13 @@ func TestHostileCodeNeitherDisturbsNeighboursNorLeaks(t *testing.T) {
 	// Run the memory bomb twice more: a sandbox leaked per call would add
 	// its linear memory each time.
 	for i := 0; i < 2; i++ {
-		c := &mcp{t: t, url: d.url, modern: i == 0}
+		c := newMCP(t, d.url, i == 0)
 		c.init()
 		ws := fmt.Sprintf("bomb-%d", i)
 		if sc, _ := c.run(ws, "let a=[]; for(;;) a.push(new Array(1e6).fill(1))"); sc["status"] != "oom" {
 			t.Errorf("memory bomb %d: %v", i, sc)
 		}
-		c.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
+		c.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": ws}}, nil)
 	}
 	p.settleGoroutines("memory bombs", baseG)
 	rss := p.settleRSS("memory bombs", baseRSS)
@@ -495,29 +347,30 @@ func TestDisconnectLeavesNothingBehind(t *testing.T) {
 	// Enough run slots for every run at once: timeout_ms counts time spent
 	// waiting for a slot too.
 	d, p := startProbedDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 8")
-	(&mcp{t: t, url: d.url, modern: true}).run("warm", "1")
+	newMCP(t, d.url, true).run("warm", "1")
 	baseG, _ := p.baseline()
 
 	t.Run("legacy", func(t *testing.T) {
-		s := stream{url: d.url, session: legacySession(t, d.url)}
+		s := newMCP(t, d.url, false)
+		s.init()
 		for i := 0; i < 5; i++ {
 			ws := fmt.Sprintf("legacy-gone-%d", i)
 			// The run sets a variable after ~300ms of work and then spins
 			// until timeout_ms: the variable proves it went on after the
 			// client left, the timeout bounds it.
 			code := `progress(0, 0, "go"); const t0 = Date.now(); while (Date.now() - t0 < 300) {} var reached = "yes"; while (true) {}`
-			_, err := s.call(context.Background(), 100+i, "tools/call", execParams(ws, code, 2000, fmt.Sprintf("lg%d", i)),
+			_, err := s.Call(context.Background(), 100+i, "tools/call", execParams(ws, code, 2000, fmt.Sprintf("lg%d", i)),
 				func(m map[string]any) bool {
 					params, _ := m["params"].(map[string]any)
 					return params["message"] != "go"
 				})
-			if !errors.Is(err, errDisconnected) {
+			if !errors.Is(err, mcptest.ErrClosed) {
 				t.Fatalf("call %d: %v", i, err)
 			}
 		}
 		// Each workspace's next call waits for the abandoned run to time out
 		// and then sees that it ran on after the disconnect.
-		c := &mcp{t: t, url: d.url, modern: true}
+		c := newMCP(t, d.url, true)
 		for i := 0; i < 5; i++ {
 			sc, isErr := c.run(fmt.Sprintf("legacy-gone-%d", i), "typeof reached === 'string' ? reached : 'no'")
 			if isErr || sc["result"] != `"yes"` {
@@ -528,17 +381,17 @@ func TestDisconnectLeavesNothingBehind(t *testing.T) {
 	})
 
 	t.Run("modern", func(t *testing.T) {
-		s := stream{url: d.url, modern: true}
+		s := &mcptest.Client{URL: d.url}
 		for i := 0; i < 5; i++ {
 			ws := fmt.Sprintf("modern-gone-%d", i)
 			// No timeout: only the stream's close can stop it.
 			code := `var before = "kept"; progress(0, 0, "go"); while (true) {}`
-			_, err := s.call(context.Background(), 200+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("mg%d", i)),
+			_, err := s.Call(context.Background(), 200+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("mg%d", i)),
 				func(m map[string]any) bool {
 					params, _ := m["params"].(map[string]any)
 					return params["message"] != "go"
 				})
-			if !errors.Is(err, errDisconnected) {
+			if !errors.Is(err, mcptest.ErrClosed) {
 				t.Fatalf("call %d: %v", i, err)
 			}
 		}
@@ -546,12 +399,12 @@ func TestDisconnectLeavesNothingBehind(t *testing.T) {
 		// (bounded by the client's timeout).
 		hc := &http.Client{Timeout: 30 * time.Second}
 		for i := 0; i < 5; i++ {
-			s2 := stream{url: d.url, modern: true, hc: hc}
-			msg, err := s2.call(context.Background(), 300+i, "tools/call", execParams(fmt.Sprintf("modern-gone-%d", i), "before", 0, nil), nil)
+			s2 := &mcptest.Client{URL: d.url, HTTP: hc}
+			msg, err := s2.Call(context.Background(), 300+i, "tools/call", execParams(fmt.Sprintf("modern-gone-%d", i), "before", 0, nil), nil)
 			if err != nil {
 				t.Fatalf("modern run %d was not cancelled by the close: %v", i, err)
 			}
-			sc, isErr, err := structured(msg)
+			sc, isErr, err := mcptest.Structured(msg)
 			if err != nil || isErr || sc["result"] != `"kept"` || sc["status"] != "ok" {
 				t.Errorf("modern workspace %d after the close: %v %v (want its state kept)", i, sc, err)
 			}
@@ -560,86 +413,6 @@ func TestDisconnectLeavesNothingBehind(t *testing.T) {
 		p.settleGoroutines("modern disconnects", baseG)
 	})
 	d.stop()
-}
-
-// TestSIGTERMAnswersFiftyCallsBothEras: 50 calls in flight over HTTP, half
-// legacy and half modern, some running endless loops, some queued behind
-// them in the same workspace, some short enough to finish within the grace.
-// Every call gets its result or a "shutting down" error result, and execd
-// exits 0.
-func TestSIGTERMAnswersFiftyCallsBothEras(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), `shutdown_grace = "1s"`, "[limits]\nmax_concurrent_runs = 4")
-	const n = 50
-	sessions := make([]string, 5)
-	for i := range sessions {
-		sessions[i] = legacySession(t, d.url)
-	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	type answer struct {
-		i   int
-		msg map[string]any
-		err error
-	}
-	answers := make(chan answer, n)
-	inFlight := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
-		s := stream{url: d.url, modern: i%2 == 1, hc: hc, session: sessions[i%len(sessions)]}
-		// i%5: 0,1 spin in their own workspace; 2 queues behind workspace
-		// "shared-<i%3>"; 3 spins there; 4 is short.
-		var ws, code string
-		switch i % 5 {
-		case 0, 1:
-			ws, code = fmt.Sprintf("spin-%d", i), "while(true){}"
-		case 2, 3:
-			ws, code = fmt.Sprintf("shared-%d", i%3), "while(true){}"
-		case 4:
-			ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d * 2", i)
-		}
-		go func() {
-			var once sync.Once
-			msg, err := s.call(context.Background(), 1000+i, "tools/call", execParams(ws, code, 0, fmt.Sprintf("t%d", i)),
-				func(map[string]any) bool { once.Do(func() { inFlight <- struct{}{} }); return true })
-			once.Do(func() { inFlight <- struct{}{} })
-			answers <- answer{i, msg, err}
-		}()
-	}
-	// Wait until every call is in flight (its stream open: the first frame,
-	// or its answer), or 10s.
-	deadline := time.After(10 * time.Second)
-	for k := 0; k < n; k++ {
-		select {
-		case <-inFlight:
-		case <-deadline:
-			t.Logf("only %d of %d calls reported in flight", k, n)
-			k = n
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
-	d.stop()
-	counts := map[string]int{}
-	for k := 0; k < n; k++ {
-		a := <-answers
-		if a.err != nil {
-			t.Errorf("call %d: no answer: %v", a.i, a.err)
-			counts["lost"]++
-			continue
-		}
-		if id, _ := a.msg["id"].(float64); int(id) != 1000+a.i {
-			t.Errorf("call %d: answer for id %v", a.i, a.msg["id"])
-		}
-		sc, isErr, err := structured(a.msg)
-		switch {
-		case err != nil:
-			t.Errorf("call %d: %v", a.i, err)
-		case !isErr && a.i%5 == 4 && sc["result"] == strconv.Itoa(2*a.i):
-			counts["result"]++
-		case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
-			counts["shutting down"]++
-		default:
-			t.Errorf("call %d: %v", a.i, sc)
-		}
-	}
-	t.Logf("50 calls at SIGTERM: %v", counts)
 }
 
 // stdioProc is an execd -stdio process driven line by line.
@@ -713,132 +486,41 @@ func (p *stdioProc) logs() string {
 	return p.stderr.String()
 }
 
-// TestStdioSIGTERMAnswersCallsInFlight: an execd -stdio process of each era
-// with calls running and queued gets SIGTERM: every call is answered (its
-// result, or a "shutting down" error result) before it exits 0.
-func TestStdioSIGTERMAnswersCallsInFlight(t *testing.T) {
-	for _, modern := range []bool{false, true} {
-		t.Run(map[bool]string{false: "legacy", true: "modern"}[modern], func(t *testing.T) {
-			p := startStdio(t, fmt.Sprintf("[server]\nshutdown_grace = \"500ms\"\n[limits]\nmax_concurrent_runs = 2\n[workspace]\ndata_dir = %q\n", t.TempDir()))
-			meta := func(token string) map[string]any {
-				m := map[string]any{"progressToken": token}
-				if modern {
-					m["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
-					m["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-				}
-				return m
-			}
-			if !modern {
-				p.send(t, map[string]any{"id": 0, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-11-25",
-					"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "fault-test", "version": "1"}}})
-				p.send(t, map[string]any{"method": "notifications/initialized"})
-			}
-			const n = 12
-			for i := 1; i <= n; i++ {
-				ws, code := fmt.Sprintf("w%d", i%4), "while(true){}"
-				if i%4 == 0 {
-					ws, code = fmt.Sprintf("short-%d", i), fmt.Sprintf("%d + 1", i)
-				}
-				p.send(t, map[string]any{"id": i, "method": "tools/call", "params": map[string]any{"name": "execute_code",
-					"arguments": map[string]any{"code": code, "language": "javascript", "workspace": ws}, "_meta": meta(fmt.Sprintf("p%d", i))}})
-			}
-			// Wait for the first frames: calls are running.
-			answered := map[int]map[string]any{}
-			timeout := time.After(30 * time.Second)
-			seen := 0
-			for seen < 2 {
-				select {
-				case m, ok := <-p.lines:
-					if !ok {
-						t.Fatalf("stdout closed early\n%s", p.logs())
-					}
-					if m["method"] == "notifications/progress" {
-						seen++
-					} else if id, ok := m["id"].(float64); ok && id > 0 {
-						answered[int(id)] = m
-					}
-				case <-timeout:
-					t.Fatalf("no progress\n%s", p.logs())
-				}
-			}
-			time.Sleep(300 * time.Millisecond)
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			for m := range p.lines { // ends when the process closes stdout
-				if id, ok := m["id"].(float64); ok && id > 0 {
-					if answered[int(id)] != nil {
-						t.Errorf("id %v answered twice", id)
-					}
-					answered[int(id)] = m
-				}
-			}
-			select {
-			case err := <-p.exited:
-				if err != nil {
-					t.Errorf("exit after SIGTERM: %v\n%s", err, p.logs())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no exit after SIGTERM\n%s", p.logs())
-			}
-			counts := map[string]int{}
-			for i := 1; i <= n; i++ {
-				m := answered[i]
-				if m == nil {
-					t.Errorf("id %d: no answer", i)
-					counts["lost"]++
-					continue
-				}
-				sc, isErr, err := structured(m)
-				switch {
-				case err != nil:
-					t.Errorf("id %d: %v", i, err)
-				case !isErr && i%4 == 0 && sc["result"] == strconv.Itoa(i+1):
-					counts["result"]++
-				case isErr && strings.Contains(fmt.Sprint(sc["error"]), "shutting down"):
-					counts["shutting down"]++
-				default:
-					t.Errorf("id %d: %v", i, sc)
-				}
-			}
-			t.Logf("%d stdio calls at SIGTERM: %v", n, counts)
-			p.in.Close()
-		})
-	}
-}
-
 // TestSIGKILLMidRunKeepsFiles: execd killed outright (no shutdown at all)
 // while runs write files; a new execd on the same data directory finds every
 // file written by a finished run intact and serves the workspaces.
 func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 	data := t.TempDir()
-	d := startDaemon(t, data, "", "[limits]\nmax_concurrent_runs = 4")
-	c := &mcp{t: t, url: d.url, modern: true}
+	const slots = 4
+	d := startDaemon(t, data, "", fmt.Sprintf("[limits]\nmax_concurrent_runs = %d", slots))
+	c := newMCP(t, d.url, true)
 	const n = 6
 	for i := 0; i < n; i++ {
 		if sc, isErr := c.run(fmt.Sprintf("k%d", i), fmt.Sprintf(`fs.writeFile("/workspace/f.txt", "file %d"); 1`, i)); isErr {
 			t.Fatalf("write %d: %v", i, sc)
 		}
 	}
-	s := stream{url: d.url, modern: true}
-	var wg sync.WaitGroup
+	fl := newFleet()
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			code := fmt.Sprintf(`for (let j = 0; ; j++) fs.writeFile("/workspace/scratch.txt", "scratch %d " + j)`, i)
-			_, _ = s.call(context.Background(), 10+i, "tools/call", execParams(fmt.Sprintf("k%d", i), code, 0, nil), nil)
-		}()
+		code := fmt.Sprintf(`for (let j = 0; ; j++) fs.writeFile("/workspace/scratch.txt", "scratch %d " + j)`, i)
+		fl.fly(&mcptest.Client{URL: d.url}, i, fmt.Sprintf("k%d", i), code)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The kill comes while every run slot holds a run that is writing, and
+	// the other calls wait in line.
+	running, _ := fl.await(t, slots, d.logs)
 	d.cmd.Process.Kill()
 	<-d.exited
-	wg.Wait()
+	for _, f := range fl.calls {
+		<-f.answered
+	}
 	d2 := startDaemon(t, data, "")
-	c2 := &mcp{t: t, url: d2.url, modern: true}
+	c2 := newMCP(t, d2.url, true)
 	for i := 0; i < n; i++ {
 		sc, isErr := c2.run(fmt.Sprintf("k%d", i), `fs.readFile("/workspace/f.txt")`)
 		if isErr || sc["result"] != fmt.Sprintf(`"file %d"`, i) {
 			t.Errorf("workspace k%d after SIGKILL: %v", i, sc)
 		}
 	}
+	t.Logf("SIGKILL with %d runs writing (%v) and %d waiting", len(running), running, n-len(running))
 	d2.stop()
 }

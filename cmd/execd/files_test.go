@@ -17,7 +17,7 @@ import (
 func TestFilesInAndOut(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		ws := fmt.Sprintf("files-%v", modern)
 		sc, isErr := c.runLang(ws, "python", "import os\nos.makedirs('out', exist_ok=True)\nopen('out/table.csv', 'w').write('a,b\\n1,2\\n')\nopen('scratch', 'w').close()\nos.remove('scratch')")
@@ -34,22 +34,22 @@ func TestFilesInAndOut(t *testing.T) {
 		if modern {
 			hdr["Mcp-Name"] = uri
 		}
-		m := c.rpc("resources/read", map[string]any{"uri": uri}, hdr)
+		m := c.RPC("resources/read", map[string]any{"uri": uri}, hdr)
 		if b, _ := json.Marshal(m); !strings.Contains(string(b), `"text":"a,b\n1,2\n"`) || !strings.Contains(string(b), `"mimeType":"text/csv"`) {
 			t.Fatalf("modern=%v resources/read: %s", modern, b)
 		}
-		if b, _ := json.Marshal(c.rpc("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), uri) {
+		if b, _ := json.Marshal(c.RPC("resources/list", map[string]any{}, nil)); !strings.Contains(string(b), uri) {
 			t.Fatalf("modern=%v resources/list: %s", modern, b)
 		}
 
 		bin := []byte{0, 1, 2, 255}
-		if sc, isErr := c.tool("write_file", map[string]any{"workspace": ws, "path": "in/blob.bin", "content": base64.StdEncoding.EncodeToString(bin), "encoding": "base64"}); isErr {
+		if sc, isErr := c.Tool("write_file", map[string]any{"workspace": ws, "path": "in/blob.bin", "content": base64.StdEncoding.EncodeToString(bin), "encoding": "base64"}); isErr {
 			t.Fatalf("modern=%v write_file: %v", modern, sc)
 		}
 		if sc, isErr := c.runLang(ws, "python", "list(open('in/blob.bin', 'rb').read())"); isErr || sc["result"] != "[0, 1, 2, 255]" {
 			t.Fatalf("modern=%v the guest reads what write_file wrote: %v", modern, sc)
 		}
-		if sc, isErr := c.tool("read_file", map[string]any{"workspace": ws, "path": "/workspace/in/blob.bin"}); isErr || sc["encoding"] != "base64" || sc["content"] != base64.StdEncoding.EncodeToString(bin) {
+		if sc, isErr := c.Tool("read_file", map[string]any{"workspace": ws, "path": "/workspace/in/blob.bin"}); isErr || sc["encoding"] != "base64" || sc["content"] != base64.StdEncoding.EncodeToString(bin) {
 			t.Fatalf("modern=%v read_file of bytes: %v", modern, sc)
 		}
 	}
@@ -62,31 +62,31 @@ func TestFilesOfAnotherPrincipalAndOutsideTheWorkspace(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "host-secret.txt"), []byte("host secret"), 0o600)
 	d := startDaemon(t, data, fmt.Sprintf("auth_tokens_file = %q", tokens))
-	alice := &mcp{t: t, url: d.url, token: "alice-token-0123456789", modern: true}
-	bob := &mcp{t: t, url: d.url, token: "bob-token-0123456789ab", modern: true}
+	alice := newMCP(t, d.url, true).withToken("alice-token-0123456789")
+	bob := newMCP(t, d.url, true).withToken("bob-token-0123456789ab")
 	if sc, isErr := alice.runLang("w", "python", "open('secret.txt', 'w').write(\"alice's\")"); isErr {
 		t.Fatalf("alice: %v", sc)
 	}
 	uri := "workspace://w/secret.txt"
-	got := bob.rpc("resources/read", map[string]any{"uri": uri}, map[string]string{"Mcp-Name": uri})
+	got := bob.RPC("resources/read", map[string]any{"uri": uri}, map[string]string{"Mcp-Name": uri})
 	if e, _ := got["error"].(map[string]any); e == nil || e["code"] != float64(-32602) {
 		t.Fatalf("bob reads alice's URI: %v", got)
 	}
-	if sc, isErr := bob.tool("read_file", map[string]any{"workspace": "w", "path": "secret.txt"}); !isErr {
+	if sc, isErr := bob.Tool("read_file", map[string]any{"workspace": "w", "path": "secret.txt"}); !isErr {
 		t.Fatalf("bob's read_file: %v", sc)
 	}
-	if b, _ := json.Marshal(bob.rpc("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "secret.txt") {
+	if b, _ := json.Marshal(bob.RPC("resources/list", map[string]any{}, nil)); strings.Contains(string(b), "secret.txt") {
 		t.Fatalf("bob's resources/list: %s", b)
 	}
 	for _, p := range []string{"../../host-secret.txt", "/workspace/../../../host-secret.txt", "/etc/passwd", "../bob/w/x"} {
-		if sc, isErr := alice.tool("read_file", map[string]any{"workspace": "w", "path": p}); !isErr || strings.Contains(fmt.Sprint(sc), "host secret") {
+		if sc, isErr := alice.Tool("read_file", map[string]any{"workspace": "w", "path": p}); !isErr || strings.Contains(fmt.Sprint(sc), "host secret") {
 			t.Errorf("read_file %s: %v", p, sc)
 		}
-		if sc, isErr := alice.tool("write_file", map[string]any{"workspace": "w", "path": p, "content": "x"}); !isErr {
+		if sc, isErr := alice.Tool("write_file", map[string]any{"workspace": "w", "path": p, "content": "x"}); !isErr {
 			t.Errorf("write_file %s: %v", p, sc)
 		}
 		u := "workspace://w/" + strings.ReplaceAll(p, "/", "%2F")
-		if got := alice.rpc("resources/read", map[string]any{"uri": u}, map[string]string{"Mcp-Name": u}); got["error"] == nil {
+		if got := alice.RPC("resources/read", map[string]any{"uri": u}, map[string]string{"Mcp-Name": u}); got["error"] == nil {
 			t.Errorf("resources/read %s: %v", u, got)
 		}
 	}

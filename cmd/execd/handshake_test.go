@@ -150,13 +150,13 @@ func TestHandshakeDoesNotWaitForTheGuestsHTTP(t *testing.T) {
 	t.Setenv("EXECD_GUEST_DIR", dir)
 	defer release()
 	d, _ := launch(t, "[server]\nlisten = \"127.0.0.1:0\"\n"+handshakeTOML(t), false)
-	legacy := &mcp{t: t, url: d.url}
+	legacy := newMCP(t, d.url, false)
 	legacy.init()
-	modern := &mcp{t: t, url: d.url, modern: true}
-	if m := modern.rpc("server/discover", nil, nil); m["result"] == nil {
+	modern := newMCP(t, d.url, true)
+	if m := modern.RPC("server/discover", nil, nil); m["result"] == nil {
 		t.Fatalf("server/discover: %v", m)
 	}
-	if m := legacy.rpc("tools/list", nil, nil); !strings.Contains(fmt.Sprint(m["result"]), "execute_code") {
+	if m := legacy.RPC("tools/list", nil, nil); !strings.Contains(fmt.Sprint(m["result"]), "execute_code") {
 		t.Fatalf("tools/list: %v", m)
 	}
 	if strings.Contains(d.logs(), "guest ready") {

@@ -7,12 +7,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"execd/internal/mcptest"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -186,27 +185,16 @@ func (d *benchDaemon) call(token, ws, lang, code string) string {
 	return string(b)
 }
 
+// tool calls a tool in the 2026-07-28 era and returns its structured
+// content, nil for no result; it never fails the benchmark, so that
+// goroutines may call it.
 func (d *benchDaemon) tool(token, name string, args map[string]any) map[string]any {
-	params := map[string]any{"name": name, "arguments": args}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	modernRequest(h, "tools/call", params)
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	req, _ := http.NewRequest(http.MethodPost, d.url, bytes.NewReader(body))
-	req.Header = h
-	resp, err := d.hc.Do(req)
+	c := &mcptest.Client{URL: d.url, Token: token, HTTP: d.hc}
+	m, err := c.Call(context.Background(), 1, "tools/call", map[string]any{"name": name, "arguments": args}, nil)
 	if err != nil {
 		return nil
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	m := answerIn(resp.Header.Get("Content-Type"), raw)
-	res, _ := m["result"].(map[string]any)
-	sc, _ := res["structuredContent"].(map[string]any)
+	sc, _, _ := mcptest.Structured(m)
 	return sc
 }
 
@@ -276,11 +264,7 @@ func (d *benchDaemon) sample(b *testing.B, prefix string, n, step int) int {
 }
 
 func (d *benchDaemon) rssMiB(b *testing.B) float64 {
-	kib, err := vmRSS(d.cmd.Process.Pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return float64(kib) / 1024
+	return float64(rssKiB(b, d.cmd.Process.Pid)) / 1024
 }
 
 // BenchmarkIdleWorkspacesMemory makes -idle-workspaces workspaces, each

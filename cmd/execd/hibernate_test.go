@@ -20,16 +20,12 @@ import (
 // runLang calls execute_code in lang (in a new workspace when ws is empty)
 // and returns structuredContent and isError.
 func (c *mcp) runLang(ws, lang, code string) (map[string]any, bool) {
-	c.t.Helper()
+	c.T.Helper()
 	args := map[string]any{"code": code, "language": lang}
 	if ws != "" {
 		args["workspace"] = ws
 	}
-	sc, isErr, err := structured(c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": args}, nil))
-	if err != nil {
-		c.t.Fatalf("execute_code %q: %v", code, err)
-	}
-	return sc, isErr
+	return c.Tool("execute_code", args)
 }
 
 // state is what each test workspace defines, per language, and how to ask
@@ -81,7 +77,7 @@ func TestSIGTERMHibernatesAndARestartRestores(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		ws := fmt.Sprintf("kept-%v", modern)
 		defineState(t, c, ws)
@@ -103,7 +99,7 @@ func TestSIGTERMHibernatesAndARestartRestores(t *testing.T) {
 
 	d2 := startDaemon(t, data, "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d2.url, modern: modern}
+		c := newMCP(t, d2.url, modern)
 		c.init()
 		ws := fmt.Sprintf("kept-%v", modern)
 		for _, b := range checkState(t, c, ws) {
@@ -122,7 +118,7 @@ func TestSIGTERMHibernatesAndARestartRestores(t *testing.T) {
 func TestIdleWorkspacesHibernateAndComeBack(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "", "", `hibernate_after = "1s"`)
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	defineState(t, c, "idle")
 	// The janitor looks every second: within a few the images are there.
 	deadline := time.Now().Add(30 * time.Second)
@@ -142,7 +138,7 @@ func TestEvictedWorkspacesHibernate(t *testing.T) {
 	// max_workspaces counts interpreters: with 2, each of six two-language
 	// workspaces is hibernated as soon as another one is used.
 	d := startDaemon(t, t.TempDir(), "", "", "max_workspaces = 2")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for i := range 6 {
 		defineState(t, c, fmt.Sprintf("lru%d", i))
 	}
@@ -157,7 +153,7 @@ func TestEvictedWorkspacesHibernate(t *testing.T) {
 func TestUnusableImagesStartFresh(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	damage := map[string]func(p string){
 		"truncated": func(p string) { b, _ := os.ReadFile(p); os.WriteFile(p, b[:len(b)/3], 0o600) },
 		"corrupted": func(p string) {
@@ -179,7 +175,7 @@ func TestUnusableImagesStartFresh(t *testing.T) {
 		f(filepath.Join(data, "local", "~state", name, "javascript.img"))
 	}
 	d2 := startDaemon(t, data, "")
-	c2 := &mcp{t: t, url: d2.url, modern: true}
+	c2 := newMCP(t, d2.url, true)
 	for name := range damage {
 		sc, _ := c2.run(name, `typeof v + "," + fs.readFile("/workspace/kept.txt")`)
 		if sc["status"] != "reset" || sc["reset"] != true || sc["result"] != `"undefined,`+name+`"` {
@@ -201,7 +197,7 @@ func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
 	// comes back with its state or says it was lost — never an error.
 	data := t.TempDir()
 	d := startDaemon(t, data, `shutdown_grace = "30s"`, "[limits]\nmax_concurrent_runs = 4", "max_workspaces = 64")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	const n = 12
 	for i := range n {
 		code := fmt.Sprintf(`var tag = %d; var heap = []; for (let j = 0; j < 40; j++) heap.push(new Array(20000).fill(j * %d + 0.5)); heap.length`, i, i)
@@ -212,7 +208,7 @@ func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
 	// The first round: a complete set of images (the "previous" ones).
 	d.stop()
 	d = startDaemon(t, data, `shutdown_grace = "30s"`, "[limits]\nmax_concurrent_runs = 4", "max_workspaces = 64")
-	c = &mcp{t: t, url: d.url, modern: true}
+	c = newMCP(t, d.url, true)
 	for i := range n {
 		if sc, isErr := c.run(fmt.Sprintf("big%d", i), "tag += 100; heap.push([tag]); tag"); isErr || sc["status"] != "ok" {
 			t.Fatalf("%d: %v", i, sc)
@@ -236,7 +232,7 @@ func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
 		}
 	}
 	d2 := startDaemon(t, data, "")
-	c2 := &mcp{t: t, url: d2.url, modern: true}
+	c2 := newMCP(t, d2.url, true)
 	restored, lost := 0, 0
 	for i := range n {
 		sc, _ := c2.run(fmt.Sprintf("big%d", i), "typeof tag === 'number' ? tag : 'gone'")
@@ -261,7 +257,7 @@ func TestManyWorkspacesStayBoundedWithHibernation(t *testing.T) {
 	// hibernation: memory stops growing, and every sampled workspace still
 	// has its variable.
 	d := startDaemon(t, t.TempDir(), "", "", "max_workspaces = 4")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for i := range 40 {
 		if sc, isErr := c.run(fmt.Sprintf("m%d", i), fmt.Sprintf("var big = new Array(1e5).fill(%d); big.length", i)); isErr {
 			t.Fatalf("call %d: %v", i, sc)

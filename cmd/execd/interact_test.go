@@ -7,14 +7,13 @@ package main
 // slot.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"execd/internal/mcptest"
 )
 
 const pixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
@@ -22,14 +21,14 @@ const pixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8
 func TestImagesInTheResult(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	for _, modern := range []bool{false, true} {
-		c := &mcp{t: t, url: d.url, modern: modern}
+		c := newMCP(t, d.url, modern)
 		c.init()
 		for _, step := range [][2]string{ // Python writes the picture JavaScript shows
 			{"python", "import base64\nfrom execd import show\nopen('p.png', 'wb').write(base64.b64decode('" + pixelPNG + "'))\nshow('p.png')\nprint('drawn')"},
 			{"javascript", `show("/workspace/p.png"); console.log("drawn")`},
 		} {
 			lang, code := step[0], step[1]
-			m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": fmt.Sprintf("img-%v", modern)}}, nil)
+			m := c.RPC("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": fmt.Sprintf("img-%v", modern)}}, nil)
 			res, _ := m["result"].(map[string]any)
 			if _, has := res["structuredContent"]; has {
 				t.Fatalf("modern=%v %s: a result with an image has structuredContent: %v", modern, lang, res)
@@ -39,36 +38,17 @@ func TestImagesInTheResult(t *testing.T) {
 			if img["type"] != "image" || img["mimeType"] != "image/png" || img["data"] != pixelPNG {
 				t.Fatalf("modern=%v %s: content[1] = %v", modern, lang, img)
 			}
-			sc, isErr, err := structured(m)
+			sc, isErr, err := mcptest.Structured(m)
 			if err != nil || isErr || sc["stdout"] != "drawn\n" || sc["images"] != float64(1) {
 				t.Fatalf("modern=%v %s: the text block: %v %v", modern, lang, sc, err)
 			}
 		}
 		// Without an image, structuredContent is there.
-		if m := c.rpc("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": "1", "language": "javascript"}}, nil); m["result"].(map[string]any)["structuredContent"] == nil {
+		if m := c.RPC("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": "1", "language": "javascript"}}, nil); m["result"].(map[string]any)["structuredContent"] == nil {
 			t.Fatalf("modern=%v: a result without images lacks structuredContent: %v", modern, m)
 		}
 	}
 	d.stop()
-}
-
-// respond POSTs the client's response to a server request of the session.
-func (c *mcp) respond(id any, result map[string]any) int {
-	c.t.Helper()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", c.session)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 func accept(value string) map[string]any {
@@ -77,16 +57,15 @@ func accept(value string) map[string]any {
 
 func TestInputLegacyHTTP(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
-	c := &mcp{t: t, url: d.url}
-	c.rpc("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"elicitation": map[string]any{}},
-		"clientInfo": map[string]any{"name": "daemon-test", "version": "1"}}, nil)
+	c := newMCP(t, d.url, false)
+	c.InitializeWith(`{"elicitation":{}}`)
 	for _, tc := range []struct{ lang, code, answer, want string }{
 		{"python", `"Hello, " + input("Your name? ")`, "Ada", `'Hello, Ada'`},
 		{"javascript", `"Hello, " + prompt("Your name?")`, "Grace", `"Hello, Grace"`},
 		{"python", "try:\n    input('Continue? ')\nexcept EOFError:\n    r = 'declined'\nr", "", `'declined'`},
 		{"javascript", `String(prompt("Continue?"))`, "", `"null"`},
 	} {
-		ev := c.stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
+		ev := c.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
 		var sc map[string]any
 		for m := range ev {
 			if m["method"] == "elicitation/create" {
@@ -98,14 +77,14 @@ func TestInputLegacyHTTP(t *testing.T) {
 				if tc.answer == "" {
 					result = map[string]any{"action": "decline"}
 				}
-				if code := c.respond(m["id"], result); code != http.StatusAccepted {
+				if code := c.Respond(m["id"], result); code != http.StatusAccepted {
 					t.Fatalf("%s: the response got HTTP %d", tc.lang, code)
 				}
 				continue
 			}
 			if m["id"] != nil {
 				var err error
-				if sc, _, err = structured(m); err != nil {
+				if sc, _, err = mcptest.Structured(m); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -120,39 +99,20 @@ func TestInputLegacyHTTP(t *testing.T) {
 // modernCall posts a 2026-07-28 tools/call of execute_code whose client
 // declares elicitation, with more params, and returns the response.
 func (c *mcp) modernCall(code, lang, ws string, more map[string]any) map[string]any {
-	c.t.Helper()
+	c.T.Helper()
 	params := map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code, "language": lang, "workspace": ws},
-		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}}
+		"_meta": map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}}
 	for k, v := range more {
 		params[k] = v
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": time.Now().UnixNano(), "method": "tools/call", "params": params})
-	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "execute_code")
-	req.Header.Set("Mcp-Param-Workspace", ws)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	msg := answerIn(resp.Header.Get("Content-Type"), raw)
-	if msg == nil {
-		c.t.Fatalf("no answer: HTTP %d %s", resp.StatusCode, raw)
-	}
-	return msg
+	return c.RPC("tools/call", params, nil)
 }
 
 // In 2026-07-28 the call answers input_required and the retry resumes the
 // run; while it waits the run holds its workspace but not its run slot.
 func TestInputModernHTTP(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_concurrent_runs = 1\nmax_runs_per_principal = 1")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for _, tc := range []struct{ lang, code, want string }{
 		{"python", "x = 41\nname = input('Your name? ')\nf'{name} {x + 1}'", `'Ada 42'`},
 		{"javascript", `var y = 41; const name = prompt("Your name?"); name + " " + (y + 1)`, `"Ada 42"`},
@@ -170,7 +130,7 @@ func TestInputModernHTTP(t *testing.T) {
 		}
 		retry := c.modernCall(tc.code, tc.lang, ws, map[string]any{"requestState": state,
 			"inputResponses": map[string]any{"input": accept("Ada")}})
-		sc, isErr, err := structured(retry)
+		sc, isErr, err := mcptest.Structured(retry)
 		if err != nil || isErr || sc["result"] != tc.want || sc["status"] != "ok" {
 			t.Fatalf("%s: the retry: %v %v", tc.lang, retry, err)
 		}
@@ -211,7 +171,7 @@ func TestInputLegacyStdio(t *testing.T) {
 		t.Fatalf("instead of the question: %v", m)
 	}
 	p.send(t, map[string]any{"id": m["id"], "result": accept("Grace")})
-	sc, isErr, err := structured(next())
+	sc, isErr, err := mcptest.Structured(next())
 	if err != nil || isErr || sc["result"] != "'Grace'" || sc["stdout"] != "Your name? " {
 		t.Fatalf("the answer: %v %v", sc, err)
 	}

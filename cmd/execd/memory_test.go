@@ -12,7 +12,7 @@ import (
 // deleted, a new workspace fits again.
 func TestMemoryBudgetIsTheGuestsOOM(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "", "[limits]\nmax_total_memory_mib = 64\n")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	if sc, isErr := c.run("hog", "let kept = 'still here'; kept"); isErr {
 		t.Fatalf("setup: %v", sc)
 	}
@@ -23,7 +23,7 @@ func TestMemoryBudgetIsTheGuestsOOM(t *testing.T) {
 	if sc, _ := c.run("hog", "kept"); sc["status"] != "ok" || sc["result"] != `"still here"` {
 		t.Errorf("the workspace after its oom: %v", sc)
 	}
-	if m := c.rpc("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "hog"}}, nil); m["result"] == nil {
+	if m := c.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "hog"}}, nil); m["result"] == nil {
 		t.Fatalf("delete_workspace: %v", m)
 	}
 	if sc, _ := c.run("other", "1+1"); sc["status"] != "ok" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"execd/internal/egress/egresstest"
+	"execd/internal/mcptest"
 )
 
 const testSecret = "s3cr3t-daemon-token"
@@ -49,11 +50,11 @@ data_dir = %q
 func TestNetworkEndToEnd(t *testing.T) {
 	srv := egresstest.Start(t)
 	d, admin := startNetDaemon(t, srv, t.TempDir(), "", "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	https, plain := "https://"+srv.HTTPSHost(), "http://"+srv.HTTPHost()
 
 	// The tool's description tells the model there is a network.
-	if list := c.rpc("tools/list", nil, nil); !strings.Contains(fmt.Sprint(list), "Network: HTTP and HTTPS to the hosts the operator allows") {
+	if list := c.RPC("tools/list", nil, nil); !strings.Contains(fmt.Sprint(list), "Network: HTTP and HTTPS to the hosts the operator allows") {
 		t.Errorf("execute_code's description does not mention the network: %.300v", list)
 	}
 	sc, isErr := c.run("net", `const r = await fetch("`+https+`/echo?q=1", {headers: {Authorization: "Bearer " + execd.env.TOKEN}});
@@ -127,7 +128,7 @@ rs = [requests.get("`+https+`/text").status_code for _ in range(3)]
 func TestNetworkTimeoutKeepsState(t *testing.T) {
 	srv := egresstest.Start(t)
 	d, _ := startNetDaemon(t, srv, t.TempDir(), "", "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for _, lang := range []string{"javascript", "python"} {
 		ws := "slow-" + lang
 		set, slow := `var kept = "still here"; 1`, `await fetch("http://`+srv.HTTPHost()+`/slow?ms=120000")`
@@ -138,7 +139,7 @@ kept = "still here"`, `requests.get("http://`+srv.HTTPHost()+`/slow?ms=120000")`
 		if sc, isErr := c.runLang(ws, lang, set); isErr {
 			t.Fatalf("%s: %v", lang, sc)
 		}
-		sc, _, err := structured(c.rpc("tools/call", map[string]any{"name": "execute_code",
+		sc, _, err := mcptest.Structured(c.RPC("tools/call", map[string]any{"name": "execute_code",
 			"arguments": map[string]any{"code": slow, "language": lang, "workspace": ws, "timeout_ms": 1000}}, nil))
 		if err != nil || sc["status"] != "timeout" || sc["reset"] == true {
 			t.Fatalf("%s: %v %v", lang, sc, err)
@@ -164,7 +165,7 @@ func TestNetworkAndHibernation(t *testing.T) {
 	srv := egresstest.Start(t)
 	data := t.TempDir()
 	d, admin := startNetDaemon(t, srv, data, "", `hibernate_after = "1s"`)
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var sc map[string]any

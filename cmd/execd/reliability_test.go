@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"execd/internal/mcptest"
 	"execd/internal/workspace"
 )
 
@@ -33,17 +33,6 @@ func twoPrincipals(t *testing.T, more ...string) *daemon {
 	return startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q\nshutdown_grace = \"500ms\"", tokens), more...)
 }
 
-// bearer adds a token to every request of an http.Client.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if b != "" {
-		r.Header.Set("Authorization", "Bearer "+string(b))
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // endlessLoops starts n `while(true){}` calls of principal a, with no
 // timeout, in workspaces loop0…, and returns a channel that receives
 // when each ends.
@@ -52,7 +41,7 @@ func endlessLoops(t *testing.T, url string, n int) <-chan struct{} {
 	for i := range n {
 		go func() {
 			defer func() { ended <- struct{}{} }()
-			c := &mcp{t: t, url: url, token: tokenA, modern: true}
+			c := newMCP(t, url, true).withToken(tokenA)
 			c.run(fmt.Sprintf("loop%d", i), "while(true){}")
 		}()
 	}
@@ -67,7 +56,7 @@ func TestOnePrincipalsLoopsLeaveAnotherAnswered(t *testing.T) {
 	waitRunning(t, d.url, tokenA, 2)
 	answered := make(chan map[string]any, 1)
 	go func() {
-		b := &mcp{t: t, url: d.url, token: tokenB, modern: true}
+		b := newMCP(t, d.url, true).withToken(tokenB)
 		sc, _ := b.run("mine", "1+1")
 		answered <- sc
 	}()
@@ -107,9 +96,9 @@ func running(sc map[string]any) int {
 // list_workspaces says.
 func waitRunning(t *testing.T, url, token string, n int) {
 	t.Helper()
-	c := &mcp{t: t, url: url, token: token, modern: true}
+	c := newMCP(t, url, true).withToken(token)
 	for {
-		sc, _, _ := structured(c.rpc("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil))
+		sc, _, _ := mcptest.Structured(c.RPC("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil))
 		if running(sc) >= n {
 			return
 		}
@@ -127,10 +116,10 @@ type progressCall struct {
 
 func newProgressCall(t *testing.T, url, token, ws, code string) *progressCall {
 	p := &progressCall{t: t, queued: make(chan struct{}), done: make(chan map[string]any, 1)}
-	s := stream{url: url, modern: true, hc: &http.Client{Transport: bearer(token)}}
+	s := &mcptest.Client{URL: url, Token: token}
 	go func() {
 		var once sync.Once
-		m, err := s.call(context.Background(), 1, "tools/call", execParams(ws, code, 0, "p"), func(frame map[string]any) bool {
+		m, err := s.Call(context.Background(), 1, "tools/call", execParams(ws, code, 0, "p"), func(frame map[string]any) bool {
 			params, _ := frame["params"].(map[string]any)
 			if msg, _ := params["message"].(string); strings.HasPrefix(msg, "queued") {
 				once.Do(func() { close(p.queued) })
@@ -173,13 +162,13 @@ func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
 
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	for name, p := range map[string]*progressCall{"same": sameWS, "other": otherWS} {
-		sc, isErr, err := structured(p.wait())
+		sc, isErr, err := mcptest.Structured(p.wait())
 		if err != nil || !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "the code did not run") {
 			t.Errorf("%s: %v %v", name, sc, err)
 		}
 	}
 	os.WriteFile(filepath.Join(data, "local", "busy", "stop"), nil, 0o600)
-	sc, isErr, err := structured(running.wait())
+	sc, isErr, err := mcptest.Structured(running.wait())
 	if err != nil || isErr || sc["status"] != "ok" || sc["result"] != `"finished"` {
 		t.Errorf("the running call: %v %v", sc, err)
 	}
@@ -196,7 +185,7 @@ func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
 func TestGuestCannotSymlinkOutOfItsWorkspace(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	sc, _ := c.runLang("links", "python", `import os
 out = []
 for target in ["../../../../../../etc", "..", "/etc", "sub/../.."]:
@@ -233,7 +222,7 @@ func fdCount(t *testing.T, pid int) int {
 
 func TestLiveWorkspacesHoldNoDescriptors(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
-	c := &mcp{t: t, url: d.url, modern: true}
+	c := newMCP(t, d.url, true)
 	for _, lang := range []string{"javascript", "python"} {
 		c.runLang("first", lang, "1")
 	}

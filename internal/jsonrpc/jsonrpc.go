@@ -1,7 +1,7 @@
 // Package jsonrpc decodes and encodes JSON-RPC 2.0 messages as MCP uses
 // them: one object per message (batches are split by the caller), ids that
 // keep their exact JSON text, and errors that carry a code and optional
-// data. Decoding is one pass over the bytes (scan.go); keys are matched
+// data. Decoding is one pass over the bytes (internal/jsonscan); keys are matched
 // exactly, and a key that appears twice is refused rather than letting the
 // last one win, so that execd never reads a message differently from a
 // proxy or a log that reads the first.
@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"execd/internal/jsonscan"
 )
 
 // Standard and MCP error codes.
@@ -115,8 +117,7 @@ func IntegerKey(raw []byte) (string, bool) {
 	if isPlainInteger(raw) {
 		return string(raw), true
 	}
-	r := &reader{b: raw}
-	if n == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') || r.number() != nil || r.i != n {
+	if !jsonscan.IsNumber(raw) {
 		return "", false
 	}
 	i := 0
@@ -263,7 +264,7 @@ func Decode(b []byte) (*Message, *Error) {
 	var jsonrpc, method, params, result, errRaw []byte
 	var hasJSONRPC, hasParams, hasResult, hasError bool
 	dup := ""
-	err := Object(b, func(key, value []byte) error {
+	err := jsonscan.Object(b, func(key, value []byte) error {
 		var seen bool
 		switch string(key) {
 		case "jsonrpc":
@@ -286,7 +287,7 @@ func Decode(b []byte) (*Message, *Error) {
 	})
 	switch err {
 	case nil:
-	case errNotObject:
+	case jsonscan.ErrNotObject:
 		if string(trimSpace(b)) == "null" {
 			return m, m.invalid(`Invalid Request: "jsonrpc" must be "2.0"`)
 		}

@@ -1,15 +1,18 @@
-// Package mcptest is the MCP test client the tests share: posts in either
-// era with the headers a conforming client sends, the SSE reader, and the
-// helpers that call a tool and read its result. It imports nothing of
-// execd, so that every package's tests may use it.
+// Package mcptest is the MCP client that execd's tests, the soak and the
+// load tool share: requests of either era with the headers a conforming
+// client sends, the answer reader (JSON or SSE), and the helpers that call
+// a tool and read its result. It imports nothing of execd, so that every
+// package's tests may use it.
 package mcptest
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,28 +21,45 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// ModernMeta is the _meta member of a modern request that declares no
-// client capabilities, to splice into a hand-written body.
-const ModernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-
-// Client talks to one MCP endpoint over HTTP. With a Session it speaks the
-// legacy era (Initialize gives it one); without, the modern era.
+// Client talks to one MCP endpoint over HTTP. With a Session, or with
+// Legacy set (before Initialize gives it one), it speaks the legacy era;
+// otherwise the modern era.
+//
+// T is used only by the methods that fail the test (Post, Initialize, Tool,
+// RPC, Stream, Respond). Send, Handshake and Call report errors instead, so
+// that goroutines, and programs without a test (the soak, the load tool),
+// use those, with T nil.
 type Client struct {
 	T       testing.TB
-	URL     string // the endpoint, ".../mcp"
-	Session string // Mcp-Session-Id; "" in the modern era
-	Token   string // a bearer token; "" for none
+	URL     string       // the endpoint, ".../mcp"
+	Session string       // Mcp-Session-Id; "" in the modern era
+	Version string       // the legacy version Initialize negotiated, sent as MCP-Protocol-Version
+	Token   string       // a bearer token; "" for none
+	Legacy  bool         // the legacy era even without a session
+	HTTP    *http.Client // nil: http.DefaultClient
+
+	lastID atomic.Int64
 }
 
-// Post sends body with the client's session and token and the given
-// headers, accepting JSON and SSE; a transport error fails the test.
-func (c *Client) Post(ctx context.Context, body string, hdr map[string]string) *http.Response {
-	c.T.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, strings.NewReader(body))
+func (c *Client) modern() bool { return c.Session == "" && !c.Legacy }
+
+// NextID is a request id not used before by this client (1, 2, …).
+func (c *Client) NextID() int64 { return c.lastID.Add(1) }
+
+// Send posts body with the client's session, negotiated version and token,
+// accepting JSON and SSE, and the given headers last (they override).
+func (c *Client) Send(ctx context.Context, body []byte, hdr map[string]string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.Session != "" {
 		req.Header.Set("Mcp-Session-Id", c.Session)
+		if c.Version != "" {
+			req.Header.Set("MCP-Protocol-Version", c.Version)
+		}
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -47,136 +67,192 @@ func (c *Client) Post(ctx context.Context, body string, hdr map[string]string) *
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return hc.Do(req)
+}
+
+// Request encodes a request of the client's era: its body, and the headers
+// the modern era mirrors from it (Modern). params gains the modern _meta.
+func (c *Client) Request(id any, method string, params map[string]any) ([]byte, map[string]string) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	var hdr map[string]string
+	if c.modern() {
+		hdr = Modern(method, params)
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		panic(err) // params of maps, strings and numbers always encode
+	}
+	return body, hdr
+}
+
+// Errors of Call.
+var (
+	// ErrClosed: onFrame asked to close the stream before the answer.
+	ErrClosed = errors.New("mcptest: the client closed the stream")
+	// ErrNoAnswer: the answer ended without a response.
+	ErrNoAnswer = errors.New("mcptest: the answer ended without a response")
+)
+
+// Call sends one request of the client's era and returns its response.
+// onFrame, if not nil, sees every message with a method (notifications,
+// server requests) that comes before the response; when it returns false
+// the stream is closed at once, as a client that goes away closes it, and
+// Call returns ErrClosed. The answer is read to its end, so that its
+// connection can be used again.
+func (c *Client) Call(ctx context.Context, id any, method string, params map[string]any, onFrame func(map[string]any) bool) (map[string]any, error) {
+	body, hdr := c.Request(id, method, params)
+	resp, err := c.Send(ctx, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var answer map[string]any
+	closed := false
+	err = Read(resp, func(m map[string]any) bool {
+		if answer != nil {
+			return true
+		}
+		if _, ok := m["method"]; !ok {
+			answer = m
+		} else if onFrame != nil && !onFrame(m) {
+			closed = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case answer != nil:
+		return answer, nil
+	case err != nil:
+		return nil, err
+	}
+	return nil, ErrNoAnswer
+}
+
+// Handshake starts a legacy session declaring the client capabilities caps
+// (a JSON object): initialize with LegacyVersion, then
+// notifications/initialized. It keeps the session id and the negotiated
+// version.
+func (c *Client) Handshake(ctx context.Context, caps string) error {
+	c.Legacy = true
+	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + LegacyVersion +
+		`","capabilities":` + caps + `,"clientInfo":{"name":"execd-mcptest","version":"1"}}}`
+	resp, err := c.Send(ctx, []byte(body), nil)
+	if err != nil {
+		return err
+	}
+	var msg map[string]any
+	err = Read(resp, func(m map[string]any) bool { msg = m; return false })
+	resp.Body.Close()
+	res, _ := msg["result"].(map[string]any)
+	switch {
+	case err != nil:
+		return err
+	case resp.StatusCode != http.StatusOK || res == nil:
+		return errors.New("initialize: HTTP " + resp.Status + ": " + strings.TrimSpace(string(mustJSON(msg))))
+	case resp.Header.Get("Mcp-Session-Id") == "":
+		return errors.New("initialize: no Mcp-Session-Id")
+	}
+	c.Session = resp.Header.Get("Mcp-Session-Id")
+	c.Version, _ = res["protocolVersion"].(string)
+	resp, err = c.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return errors.New("notifications/initialized: HTTP " + resp.Status)
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Post is Send of a hand-written body; a transport error fails the test.
+func (c *Client) Post(ctx context.Context, body string, hdr map[string]string) *http.Response {
+	c.T.Helper()
+	resp, err := c.Send(ctx, []byte(body), hdr)
 	if err != nil {
 		c.T.Fatal(err)
 	}
 	return resp
 }
 
-// Initialize starts a legacy 2025-11-25 session without client
-// capabilities and keeps its id.
+// Initialize starts a legacy session without client capabilities.
 func (c *Client) Initialize() { c.InitializeWith(`{}`) }
 
-// InitializeWith starts a legacy 2025-11-25 session declaring the client
-// capabilities caps (a JSON object) and keeps its id.
+// InitializeWith is Handshake; an error fails the test.
 func (c *Client) InitializeWith(caps string) {
 	c.T.Helper()
-	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}}`, nil)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		c.T.Fatalf("initialize: %d", resp.StatusCode)
+	if err := c.Handshake(context.Background(), caps); err != nil {
+		c.T.Fatal(err)
 	}
-	c.Session = resp.Header.Get("Mcp-Session-Id")
-}
-
-// Events reads the messages of an answer, sending each on the returned
-// channel until the stream ends: the SSE data events, or the one message
-// of a JSON answer.
-func Events(resp *http.Response) <-chan map[string]any {
-	ch := make(chan map[string]any, 100)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-			var m map[string]any
-			if json.NewDecoder(resp.Body).Decode(&m) == nil {
-				ch <- m
-			}
-			return
-		}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(d), &m) == nil {
-					ch <- m
-				}
-			}
-		}
-	}()
-	return ch
-}
-
-// modernHeaders adds the modern era's _meta to params and returns the
-// headers a conforming client mirrors from the body.
-func modernHeaders(method string, params map[string]any) map[string]string {
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
-	hdr := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
-	switch {
-	case params["name"] != nil:
-		hdr["Mcp-Name"], _ = params["name"].(string)
-	case params["uri"] != nil:
-		hdr["Mcp-Name"], _ = params["uri"].(string)
-	}
-	if args, ok := params["arguments"].(map[string]any); ok {
-		if ws, ok := args["workspace"].(string); ok {
-			hdr["Mcp-Param-Workspace"] = ws
-		}
-	}
-	return hdr
 }
 
 // Tool calls a tool in the client's era and returns its structured
-// content (or the JSON of its text block, for a result without any) and
-// isError. Anything but a result fails the test.
+// content (Structured) and isError. Anything but a result fails the test.
 func (c *Client) Tool(name string, args map[string]any) (map[string]any, bool) {
 	c.T.Helper()
-	params := map[string]any{"name": name, "arguments": args}
-	hdr := map[string]string{}
-	if c.Session == "" {
-		hdr = modernHeaders("tools/call", params)
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	var msg map[string]any
-	for m := range Events(c.Post(context.Background(), string(body), hdr)) {
-		if m["id"] != nil {
-			msg = m
-		}
-	}
-	res, ok := msg["result"].(map[string]any)
-	if !ok {
-		c.T.Fatalf("%s: %v", name, msg)
-	}
-	isErr, _ := res["isError"].(bool)
-	if sc, ok := res["structuredContent"].(map[string]any); ok {
-		return sc, isErr
-	}
-	var sc map[string]any
-	content, _ := res["content"].([]any)
-	if len(content) == 0 {
-		c.T.Fatalf("%s: a result without content: %v", name, res)
-	}
-	text, _ := content[0].(map[string]any)["text"].(string)
-	if err := json.Unmarshal([]byte(text), &sc); err != nil {
-		c.T.Fatalf("%s: text block is not JSON: %q", name, text)
+	sc, isErr, err := Structured(c.RPC("tools/call", map[string]any{"name": name, "arguments": args}, nil))
+	if err != nil {
+		c.T.Fatalf("%s: %v", name, err)
 	}
 	return sc, isErr
 }
 
-// RPC sends one request of the client's era and returns the response,
-// which must be a JSON answer.
+// RPC sends one request of the client's era, with hdr added to its
+// headers, and returns the response, from a JSON or an SSE answer. No
+// response fails the test.
 func (c *Client) RPC(method string, params map[string]any, hdr map[string]string) map[string]any {
 	c.T.Helper()
-	if hdr == nil {
-		hdr = map[string]string{}
-	}
-	if c.Session == "" {
-		for k, v := range modernHeaders(method, params) {
-			if _, set := hdr[k]; !set {
-				hdr[k] = v
-			}
+	body, mirrored := c.Request(c.NextID(), method, params)
+	for k, v := range hdr {
+		if mirrored == nil {
+			mirrored = map[string]string{}
 		}
+		mirrored[k] = v
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	resp := c.Post(context.Background(), string(body), hdr)
+	resp := c.Post(context.Background(), string(body), mirrored)
 	defer resp.Body.Close()
 	var msg map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
-		c.T.Fatalf("%s: %v", method, err)
+	err := Read(resp, func(m map[string]any) bool {
+		if _, ok := m["method"]; !ok && msg == nil {
+			msg = m
+		}
+		return true
+	})
+	if msg == nil {
+		c.T.Fatalf("%s: HTTP %d, no response (%v)", method, resp.StatusCode, err)
 	}
 	return msg
+}
+
+// Stream sends one request of the client's era and delivers every message
+// of its answer, the response last (Events).
+func (c *Client) Stream(method string, params map[string]any) <-chan map[string]any {
+	c.T.Helper()
+	body, hdr := c.Request(c.NextID(), method, params)
+	return Events(c.Post(context.Background(), string(body), hdr))
+}
+
+// Respond posts the client's response to a server request (elicitation in
+// the legacy era) and returns the HTTP status.
+func (c *Client) Respond(id any, result map[string]any) int {
+	c.T.Helper()
+	resp := c.Post(context.Background(), string(mustJSON(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})), nil)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // Logs is a zap Logger that keeps its entries, for tests that read the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"execd/internal/frontend"
@@ -30,6 +31,16 @@ func newHTTP(t *testing.T, cfg testConfig, ex workspace.Executor) (*frontend.Ser
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return s, ts
+}
+
+// inBubble is newHTTP for a testing/synctest bubble: a client of the engine
+// served in process (mcptest.InProcess), which is shut down at the end of
+// the test, so that the bubble's goroutines end.
+func inBubble(t *testing.T, cfg testConfig, ex workspace.Executor) *client {
+	t.Helper()
+	s := newTestServer(cfg, ex)
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	return &client{T: t, URL: "http://127.0.0.1/mcp", HTTP: mcptest.InProcess(s.Handler())}
 }
 
 func TestLegacyCancelStopsRunAndSendsNothing(t *testing.T) {
@@ -140,8 +151,11 @@ func TestLegacyStreamCloseIsNotACancel(t *testing.T) {
 }
 
 func TestProgressStrictlyIncreasingBeforeResult(t *testing.T) {
-	_, ts := newHTTP(t, testOptions(), &fakeExec{})
-	c := &client{T: t, URL: ts.URL + "/mcp"}
+	synctest.Test(t, testProgressStrictlyIncreasingBeforeResult)
+}
+
+func testProgressStrictlyIncreasingBeforeResult(t *testing.T) {
+	c := inBubble(t, testOptions(), &fakeExec{})
 	c.Initialize()
 	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"progress 3","language":"javascript"},"_meta":{"progressToken":9}}}`, nil)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Header.Get("X-Accel-Buffering") != "no" {
@@ -367,29 +381,43 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	}
 }
 
+// A legacy session is not idle while a call runs: its idle time starts when
+// the last call ends. In a synctest bubble, with the engine served in
+// process, the 600 ms call and the idle TTL pass in fake time.
 func TestSessionNotIdleWhileCallRuns(t *testing.T) {
-	ex := &fakeExec{started: make(chan string, 1)}
-	cfg := testOptions()
-	cfg.SessionIdleTTL = 200 * time.Millisecond
-	cfg.RequestTimeout = 600 * time.Millisecond
-	_, ts := newHTTP(t, cfg, ex)
-	c := &client{T: t, URL: ts.URL + "/mcp"}
-	c.Initialize()
-	r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
-	for range mcptest.Events(r) {
-	}
-	// The call lasted longer than the idle TTL; the session is still there.
-	p := c.Post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
-	p.Body.Close()
-	if p.StatusCode != 200 {
-		t.Fatalf("session expired during a call: %d", p.StatusCode)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	p = c.Post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil)
-	p.Body.Close()
-	if p.StatusCode != http.StatusNotFound {
-		t.Fatalf("idle session not expired: %d", p.StatusCode)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testOptions()
+		cfg.SessionIdleTTL = 200 * time.Millisecond
+		cfg.RequestTimeout = 600 * time.Millisecond
+		c := inBubble(t, cfg, &fakeExec{})
+		c.Initialize()
+		ping := func() int {
+			body, hdr := c.Request(c.NextID(), "ping", nil)
+			p := c.Post(context.Background(), string(body), hdr)
+			p.Body.Close()
+			return p.StatusCode
+		}
+		start := time.Now()
+		r := c.Post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+		for range mcptest.Events(r) {
+		}
+		if took := time.Since(start); took != cfg.RequestTimeout {
+			t.Fatalf("the call took %v; want its timeout %v", took, cfg.RequestTimeout)
+		}
+		// The call lasted three idle TTLs; the session is still there, and
+		// is idle from the end of each request.
+		if code := ping(); code != http.StatusOK {
+			t.Fatalf("session expired during a call: %d", code)
+		}
+		time.Sleep(cfg.SessionIdleTTL - time.Millisecond)
+		if code := ping(); code != http.StatusOK {
+			t.Fatalf("session expired within its idle TTL: %d", code)
+		}
+		time.Sleep(cfg.SessionIdleTTL + time.Millisecond)
+		if code := ping(); code != http.StatusNotFound {
+			t.Fatalf("idle session not expired: %d", code)
+		}
+	})
 }
 
 func TestStdioAnswersRequestsPipedBeforeEOF(t *testing.T) {

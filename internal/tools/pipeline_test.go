@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"execd/internal/frontend"
@@ -275,11 +276,14 @@ func TestBatchRequestsCountAgainstTheStreamCap(t *testing.T) {
 // A call inside a batch keeps its session from expiring, as a single call
 // does.
 func TestBatchCallKeepsItsSessionAlive(t *testing.T) {
+	synctest.Test(t, testBatchCallKeepsItsSessionAlive)
+}
+
+func testBatchCallKeepsItsSessionAlive(t *testing.T) {
 	opts := testOptions()
 	opts.SessionIdleTTL = 200 * time.Millisecond
 	opts.RequestTimeout = 600 * time.Millisecond
-	_, ts := newHTTP(t, opts, &fakeExec{})
-	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c := inBubble(t, opts, &fakeExec{})
 	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
 	resp.Body.Close()
 	c.Session = resp.Header.Get("Mcp-Session-Id")

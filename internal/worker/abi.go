@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"execd/internal/jsonrpc"
+	"execd/internal/jsonscan"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -253,20 +253,20 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 func decodeEnvelope(body []byte) (*envelope, error) {
 	env := &envelope{}
 	other := false
-	err := jsonrpc.Object(body, func(k, v []byte) error {
+	err := jsonscan.Object(body, func(k, v []byte) error {
 		switch string(k) {
 		case "status":
-			s, ok := jsonrpc.String(v)
+			s, ok := jsonscan.String(v)
 			env.Status, other = s, other || !ok
 		case "value":
-			if jsonrpc.IsNull(v) {
+			if jsonscan.IsNull(v) {
 				env.Value = nil
 				break
 			}
-			s, ok := jsonrpc.String(v)
+			s, ok := jsonscan.String(v)
 			env.Value, other = &s, other || !ok
 		default:
-			other = other || string(k) != "error" || !jsonrpc.IsNull(v)
+			other = other || string(k) != "error" || !jsonscan.IsNull(v)
 		}
 		return nil
 	})

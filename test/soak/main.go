@@ -36,11 +36,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"execd/internal/mcptest"
+	"execd/internal/procstat"
 )
 
 const (
-	legacyVersion = "2025-11-25"
-	modernVersion = "2026-07-28"
 	// spinTimeoutMS bounds endless runs that a cancel should stop: if a
 	// cancel is lost, the run ends in a timeout result, which then shows up
 	// as a response after a cancel.
@@ -134,7 +135,7 @@ func run(o options) int {
 		if i < o.sharedClients {
 			ws = fmt.Sprintf("soak-pair%d", i/2) // i and i^1: one legacy, one modern
 		}
-		cl := &httpClient{hc: hc, url: o.url, modern: modern, name: fmt.Sprintf("h%d", i), ws: ws,
+		cl := &httpClient{mc: &mcptest.Client{URL: o.url, HTTP: hc, Legacy: !modern}, modern: modern, name: fmt.Sprintf("h%d", i), ws: ws,
 			rng: rand.New(rand.NewPCG(o.seed, uint64(i)))}
 		wg.Add(1)
 		go func() { defer wg.Done(); cl.loop(stop) }()
@@ -260,7 +261,7 @@ func raceCode(nonce string, ms int) string {
 
 // checkEcho checks an execute_code result for nonce.
 func checkEcho(who string, res map[string]any, nonce, ws string, printed bool) {
-	sc, isErr, err := structured(res)
+	sc, isErr, err := mcptest.Structured(res)
 	if err != nil {
 		c.unexpected.Add(1)
 		problem("%s: %v", who, err)
@@ -282,19 +283,6 @@ func checkEcho(who string, res map[string]any, nonce, ws string, printed bool) {
 	}
 }
 
-func structured(msg map[string]any) (map[string]any, bool, error) {
-	if e, ok := msg["error"]; ok {
-		return nil, false, fmt.Errorf("JSON-RPC error %v", e)
-	}
-	res, ok := msg["result"].(map[string]any)
-	if !ok {
-		return nil, false, fmt.Errorf("no result: %.300v", msg)
-	}
-	sc, _ := res["structuredContent"].(map[string]any)
-	isErr, _ := res["isError"].(bool)
-	return sc, isErr, nil
-}
-
 // checkFrame checks a progress frame against the request's token and nonce.
 func checkFrame(who string, m map[string]any, token, nonce string) {
 	if m["method"] != "notifications/progress" {
@@ -312,19 +300,17 @@ func checkFrame(who string, m map[string]any, token, nonce string) {
 // ---- HTTP clients ----
 
 type httpClient struct {
-	hc      *http.Client
-	url     string
-	modern  bool
-	name    string
-	ws      string
-	session string
-	rng     *rand.Rand
-	seq     int
+	mc     *mcptest.Client // without T: its methods that report errors
+	modern bool
+	name   string
+	ws     string
+	rng    *rand.Rand
+	seq    int
 }
 
 func (h *httpClient) loop(stop time.Time) {
 	if !h.modern {
-		if err := h.initialize(); err != nil {
+		if err := h.mc.Handshake(context.Background(), `{}`); err != nil {
 			c.http.Add(1)
 			problem("%s: initialize: %v", h.name, err)
 			return
@@ -346,71 +332,13 @@ func (h *httpClient) loop(stop time.Time) {
 	}
 }
 
-func (h *httpClient) initialize() error {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + legacyVersion +
-		`","capabilities":{},"clientInfo":{"name":"execd-soak","version":"1"}}}`
-	resp, err := h.post(context.Background(), []byte(body), nil)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	h.session = resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != 200 || h.session == "" {
-		return fmt.Errorf("HTTP %d, session %q", resp.StatusCode, h.session)
-	}
-	resp, err = h.post(context.Background(), []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	return nil
-}
-
-func (h *httpClient) post(ctx context.Context, body []byte, hdr map[string]string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if h.modern {
-		req.Header.Set("MCP-Protocol-Version", modernVersion)
-	} else if h.session != "" {
-		req.Header.Set("Mcp-Session-Id", h.session)
-		req.Header.Set("MCP-Protocol-Version", legacyVersion)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	return h.hc.Do(req)
-}
-
-// request encodes a request for the client's era with the given id.
+// request encodes a request for the client's era with the given id and,
+// if token is not empty, a progress token.
 func (h *httpClient) request(id int64, method string, params map[string]any, token string) ([]byte, map[string]string) {
-	meta := map[string]any{}
 	if token != "" {
-		meta["progressToken"] = token
+		params["_meta"] = map[string]any{"progressToken": token}
 	}
-	hdr := map[string]string{}
-	if h.modern {
-		meta["io.modelcontextprotocol/protocolVersion"] = modernVersion
-		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-		hdr["Mcp-Method"] = method
-		if n, ok := params["name"].(string); ok {
-			hdr["Mcp-Name"] = n
-		}
-		if args, ok := params["arguments"].(map[string]any); ok {
-			if ws, ok := args["workspace"].(string); ok {
-				hdr["Mcp-Param-Workspace"] = ws
-			}
-		}
-	}
-	if len(meta) > 0 {
-		params["_meta"] = meta
-	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	return b, hdr
+	return h.mc.Request(id, method, params)
 }
 
 func execParams(ws, code string, timeoutMS int) map[string]any {
@@ -435,71 +363,42 @@ func (h *httpClient) exchange(id int64, body []byte, hdr map[string]string, toke
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	c.requests.Add(1)
-	resp, err := h.post(ctx, body, hdr)
+	resp, err := h.mc.Send(ctx, body, hdr)
 	if err != nil {
 		return streamResult{err: err}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		c.http.Add(1)
+		problem("%s: HTTP %d for id %d", h.name, resp.StatusCode, id)
+	}
 	var r streamResult
-	take := func(m map[string]any) {
+	r.err = mcptest.Read(resp, func(m map[string]any) bool {
 		if _, isNote := m["method"]; isNote {
+			if len(r.responses) > 0 {
+				c.afterResponse.Add(1)
+				problem("%s: a frame after the response of id %d", h.name, id)
+			}
 			if token != "" {
 				checkFrame(h.name, m, token, nonce)
 			}
-			return
+			return onFrame == nil || !errors.Is(onFrame(m), errClose)
 		}
 		if n, ok := m["id"].(float64); !ok || int64(n) != id {
 			c.crossTalk.Add(1)
 			problem("%s: a response for id %v on the stream of id %d", h.name, m["id"], id)
-			return
+			return true
 		}
 		if len(r.responses) > 0 {
 			c.duplicates.Add(1)
 			problem("%s: id %d answered twice", h.name, id)
 		}
 		r.responses = append(r.responses, m)
-	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return streamResult{err: err}
-		}
-		if resp.StatusCode != 200 {
-			c.http.Add(1)
-			problem("%s: HTTP %d: %.200s", h.name, resp.StatusCode, b)
-		}
-		var m map[string]any
-		if json.Unmarshal(b, &m) == nil {
-			take(m)
-		}
-		return r
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(data), &m); err != nil {
-			c.unexpected.Add(1)
-			problem("%s: bad SSE data %.200q", h.name, data)
-			continue
-		}
-		if _, isNote := m["method"]; isNote && len(r.responses) > 0 {
-			c.afterResponse.Add(1)
-			problem("%s: a frame after the response of id %d", h.name, id)
-		}
-		take(m)
-		if _, isNote := m["method"]; isNote && onFrame != nil {
-			if err := onFrame(m); errors.Is(err, errClose) {
-				return r
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		r.err = err
+		return true
+	})
+	if errors.Is(r.err, mcptest.ErrBadAnswer) {
+		c.unexpected.Add(1)
+		problem("%s: %v", h.name, r.err)
 	}
 	return r
 }
@@ -524,9 +423,9 @@ func (h *httpClient) settle(r streamResult, id int64, nonce string, exec bool) {
 		c.responses.Add(1)
 		if exec {
 			checkEcho(h.name, r.responses[0], nonce, h.ws, true)
-		} else if _, _, err := structured(r.responses[0]); err != nil {
+		} else if _, ok := r.responses[0]["result"].(map[string]any); !ok {
 			c.unexpected.Add(1)
-			problem("%s: %v", h.name, err)
+			problem("%s: not a result: %.300v", h.name, r.responses[0])
 		}
 	}
 }
@@ -562,7 +461,7 @@ func (h *httpClient) cancelRun(nonce, code string, timeoutMS int, spin bool, del
 		}
 		c.cancelLegacy.Add(1)
 		b := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"soak"}}`, id)
-		resp, err := h.post(context.Background(), []byte(b), nil)
+		resp, err := h.mc.Send(context.Background(), []byte(b), nil)
 		if err != nil {
 			c.http.Add(1)
 			problem("%s: cancel: %v", h.name, err)
@@ -582,7 +481,7 @@ func (h *httpClient) cancelRun(nonce, code string, timeoutMS int, spin bool, del
 		// Finished before any cancel was sent (a short run).
 		h.settle(r, id, nonce, false)
 		if len(r.responses) > 0 && !spin {
-			if sc, isErr, err := structured(r.responses[0]); err != nil || isErr || sc["result"] != strconv.Quote(nonce) {
+			if sc, isErr, err := mcptest.Structured(r.responses[0]); err != nil || isErr || sc["result"] != strconv.Quote(nonce) {
 				c.unexpected.Add(1)
 				problem("%s: %s: %.300v", h.name, nonce, sc)
 			}
@@ -691,7 +590,7 @@ func startStdio(bin, dir string, modern bool) (*stdioProc, error) {
 		p.mu.Lock()
 		p.pending[init.id] = init
 		p.mu.Unlock()
-		p.write(map[string]any{"id": init.id, "method": "initialize", "params": map[string]any{"protocolVersion": legacyVersion,
+		p.write(map[string]any{"id": init.id, "method": "initialize", "params": map[string]any{"protocolVersion": mcptest.LegacyVersion,
 			"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "execd-soak", "version": "1"}}})
 		select {
 		case m := <-init.resp:
@@ -731,7 +630,7 @@ func (p *stdioProc) sampleRSS() {
 		case <-p.done:
 			return
 		case <-t.C:
-			if n, err := vmRSS(p.cmd.Process.Pid); err == nil && n > p.maxRSS.Load() {
+			if n, err := procstat.RSSKiB(p.cmd.Process.Pid); err == nil && n > p.maxRSS.Load() {
 				p.maxRSS.Store(n)
 			}
 		}
@@ -859,13 +758,11 @@ func (s *stdioClient) send(nonce, code string, timeoutMS int, spin bool) *stdioR
 	s.p.pending[r.id] = r
 	s.p.byToken[r.token] = r
 	s.p.mu.Unlock()
-	meta := map[string]any{"progressToken": r.token}
-	if s.p.modern {
-		meta["io.modelcontextprotocol/protocolVersion"] = modernVersion
-		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
-	}
 	params := execParams(s.ws, code, timeoutMS)
-	params["_meta"] = meta
+	params["_meta"] = map[string]any{"progressToken": r.token}
+	if s.p.modern {
+		mcptest.Modern("tools/call", params) // the envelope; stdio has no headers
+	}
 	c.requests.Add(1)
 	s.p.write(map[string]any{"id": r.id, "method": "tools/call", "params": params})
 	return r
@@ -909,7 +806,7 @@ func (s *stdioClient) cancelRun(nonce, code string, spin bool, delay time.Durati
 		// Finished before the cancel was sent.
 		c.responses.Add(1)
 		m := <-r.resp
-		if sc, isErr, err := structured(m); err != nil || isErr || sc["result"] != strconv.Quote(nonce) {
+		if sc, isErr, err := mcptest.Structured(m); err != nil || isErr || sc["result"] != strconv.Quote(nonce) {
 			c.unexpected.Add(1)
 			problem("%s: %s: %.300v", s.name, nonce, sc)
 		}
@@ -943,7 +840,7 @@ func (r *rssSamples) run(ctx context.Context, pid int) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := vmRSS(pid); err == nil {
+			if n, err := procstat.RSSKiB(pid); err == nil {
 				r.mu.Lock()
 				r.v = append(r.v, n)
 				r.mu.Unlock()
@@ -974,19 +871,6 @@ func median(v []int64) int64 {
 	s := append([]int64(nil), v...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
-}
-
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS")
 }
 
 func tail(s string, n int) string {

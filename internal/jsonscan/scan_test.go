@@ -1,4 +1,4 @@
-package jsonrpc
+package jsonscan
 
 import (
 	"encoding/json"
@@ -28,12 +28,21 @@ func TestObjectAndString(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if err := Object([]byte(`[1]`), nil); err != errNotObject {
+	if err := Object([]byte(`[1]`), nil); err != ErrNotObject {
 		t.Errorf("an array: %v", err)
 	}
 	for raw, want := range map[string]string{`"plain"`: "plain", `"caf\u00e9"`: "café", `"café"`: "café", `"\ud800"`: "\ufffd", "\"\xff\"": "\ufffd"} {
 		if got, ok := String([]byte(raw)); !ok || got != want {
 			t.Errorf("String(%s) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+}
+
+func TestIsNumber(t *testing.T) {
+	for raw, want := range map[string]bool{"0": true, "-0": true, "12.5e-3": true, "1E+9": true,
+		"": false, "01": false, "1.": false, ".5": false, "-": false, " 1": false, "1 ": false, "1e": false, "NaN": false, `"1"`: false} {
+		if got := IsNumber([]byte(raw)); got != want {
+			t.Errorf("IsNumber(%q) = %v", raw, got)
 		}
 	}
 }
@@ -54,7 +63,7 @@ func FuzzObject(f *testing.F) {
 			got[string(k)] = append(json.RawMessage(nil), v...)
 			return nil
 		})
-		if (err != errSyntax) != json.Valid(b) {
+		if (err != ErrSyntax) != json.Valid(b) {
 			t.Fatalf("Object: %v; json.Valid: %v for %q", err, json.Valid(b), b)
 		}
 		if err != nil || dups {
