@@ -27,6 +27,7 @@ import (
 	"execd/internal/config"
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
 	"execd/internal/worker"
@@ -154,6 +155,15 @@ func run() int {
 			return 2
 		}
 	}
+	// Task ids are minted like workspace ids, so that a balancer hashing
+	// them finds this instance.
+	taskStore, err := tasks.Open(tasks.Config{Dir: cfg.Workspace.DataDir, TTL: cfg.Protocol.TaskTTL.Duration,
+		MaxPerPrincipal: cfg.Protocol.MaxTasksPerPrincipal, NewID: newID, Logger: log.Named("tasks")})
+	if err != nil {
+		log.Error("tasks", zap.Error(err))
+		return 1
+	}
+	defer taskStore.Close()
 	mgr, err = workspace.NewManager(workspace.Config{
 		DataDir:             cfg.Workspace.DataDir,
 		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
@@ -195,6 +205,7 @@ func run() int {
 	}
 	fo := frontendOptions(cfg, log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
+	fo.Tasks = taskStore
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
 			log.Error("cluster", zap.Error(err))
@@ -256,6 +267,7 @@ func frontendOptions(cfg config.Config, log *zap.Logger) frontend.Options {
 		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
 		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
 		InputTimeout:           cfg.Protocol.InputTimeout.Duration,
+		TaskAfter:              cfg.Protocol.TaskAfter.Duration,
 	}
 }
 

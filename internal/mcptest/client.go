@@ -29,6 +29,14 @@ type Client struct {
 	URL     string // the endpoint, ".../mcp"
 	Session string // Mcp-Session-Id; "" in the modern era
 	Token   string // a bearer token; "" for none
+	// Caps are the clientCapabilities of a modern request; nil means {}.
+	Caps map[string]any
+}
+
+// TasksCaps are modern clientCapabilities that declare the tasks
+// extension.
+func TasksCaps() map[string]any {
+	return map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
 }
 
 // Post sends body with the client's session and token and the given
@@ -101,14 +109,20 @@ func Events(resp *http.Response) <-chan map[string]any {
 
 // modernHeaders adds the modern era's _meta to params and returns the
 // headers a conforming client mirrors from the body.
-func modernHeaders(method string, params map[string]any) map[string]string {
-	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+func (c *Client) modernHeaders(method string, params map[string]any) map[string]string {
+	caps := c.Caps
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps}
 	hdr := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 	switch {
 	case params["name"] != nil:
 		hdr["Mcp-Name"], _ = params["name"].(string)
 	case params["uri"] != nil:
 		hdr["Mcp-Name"], _ = params["uri"].(string)
+	case params["taskId"] != nil:
+		hdr["Mcp-Name"], _ = params["taskId"].(string)
 	}
 	if args, ok := params["arguments"].(map[string]any); ok {
 		if ws, ok := args["workspace"].(string); ok {
@@ -126,7 +140,7 @@ func (c *Client) Tool(name string, args map[string]any) (map[string]any, bool) {
 	params := map[string]any{"name": name, "arguments": args}
 	hdr := map[string]string{}
 	if c.Session == "" {
-		hdr = modernHeaders("tools/call", params)
+		hdr = c.modernHeaders("tools/call", params)
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
 	var msg map[string]any
@@ -163,7 +177,7 @@ func (c *Client) RPC(method string, params map[string]any, hdr map[string]string
 		hdr = map[string]string{}
 	}
 	if c.Session == "" {
-		for k, v := range modernHeaders(method, params) {
+		for k, v := range c.modernHeaders(method, params) {
 			if _, set := hdr[k]; !set {
 				hdr[k] = v
 			}
@@ -175,6 +189,25 @@ func (c *Client) RPC(method string, params map[string]any, hdr map[string]string
 	var msg map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
 		c.T.Fatalf("%s: %v", method, err)
+	}
+	return msg
+}
+
+// Request sends one request of the client's era and returns its response,
+// answered as JSON or as the last event of a stream; nil when the answer
+// ended without one.
+func (c *Client) Request(method string, params map[string]any) map[string]any {
+	c.T.Helper()
+	hdr := map[string]string{}
+	if c.Session == "" {
+		hdr = c.modernHeaders(method, params)
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	var msg map[string]any
+	for m := range Events(c.Post(context.Background(), string(body), hdr)) {
+		if m["id"] != nil {
+			msg = m
+		}
 	}
 	return msg
 }
