@@ -262,7 +262,7 @@ fi
 if want conformance; then
   echo "== start bin/execd-conformance"
   if start_fixtures execd-conformance "$root/bin/execd-conformance"; then
-    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next
+    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next tasks
     stop_server execd-conformance "${pids[-1]}"
   else
     record start-execd-conformance 1
