@@ -170,3 +170,50 @@ func (s *Server) answerInputs(lt *liveTask, responses map[string]json.RawMessage
 	}
 	return nil
 }
+
+// liveTask is the task the call has become, or nil.
+func (c *Call) liveTask() *liveTask {
+	c.task.mu.Lock()
+	defer c.task.mu.Unlock()
+	if c.task.state != isTask {
+		return nil
+	}
+	return c.task.live
+}
+
+// legacyTaskWaits records that a 2025-11-25 task waits for the client's
+// answer to a request it sent (input_required), or no longer does
+// (working).
+func (s *Server) legacyTaskWaits(lt *liveTask, waiting bool) {
+	msg := lt.c.progressMessage()
+	rec, err := s.opts.Tasks.Update(lt.principal, lt.id, func(r *tasks.Record) {
+		r.Message, r.Status = msg, tasks.Working
+		if waiting {
+			r.Status = tasks.InputRequired
+		}
+	})
+	if err == nil {
+		s.notifyStatus(lt, rec)
+	}
+}
+
+// withRelatedTaskMeta adds _meta io.modelcontextprotocol/related-task to
+// the params of a request a task sends.
+func withRelatedTaskMeta(params any, id string) any {
+	m, ok := params.(map[string]any)
+	if !ok {
+		return params
+	}
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	meta, _ := m["_meta"].(map[string]any)
+	mm := make(map[string]any, len(meta)+1)
+	for k, v := range meta {
+		mm[k] = v
+	}
+	mm["io.modelcontextprotocol/related-task"] = map[string]string{"taskId": id}
+	out["_meta"] = mm
+	return out
+}

@@ -206,8 +206,10 @@ func (t *task) runMaybeTask() {
 			t.finish(nil, jerr)
 			return
 		}
-		s.startHandler(t, hctx, hcancel, stopShutdown, nil)
+		// Answered before the code runs: all it sends goes to the task's
+		// way back.
 		t.answerTask(rec, lt)
+		s.startHandler(t, hctx, hcancel, stopShutdown, nil)
 		close(ct.ready)
 		return
 	}

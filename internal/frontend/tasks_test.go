@@ -357,3 +357,35 @@ func TestTaskMcpNameMustBeTheTaskID(t *testing.T) {
 	}
 	r.release <- "x"
 }
+
+// A 2025-11-25 task's status changes are notified on its session's GET
+// stream while one is open.
+func TestLegacyTaskStatusOnTheSessionStream(t *testing.T) {
+	r := newTaskRig(t, nil)
+	c := &client{T: t, URL: r.url}
+	c.Initialize()
+	req, _ := http.NewRequest(http.MethodGet, r.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.Session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := mcptest.Events(resp)
+	msg := c.Request("tools/call", map[string]any{"name": "test_task", "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}})
+	res, _ := msg["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" || task["ttl"] != float64(60000) {
+		t.Fatalf("CreateTaskResult: %v", msg)
+	}
+	r.release <- "done"
+	for m := range events {
+		p, _ := m["params"].(map[string]any)
+		if m["method"] == "notifications/tasks/status" && p["taskId"] == id && p["status"] == "completed" {
+			resp.Body.Close()
+			return
+		}
+	}
+	t.Fatal("the GET stream ended without the completed status")
+}
