@@ -96,10 +96,11 @@ func run() int {
 	}
 	// The gauges read the engine, the registry and the front end, made below.
 	var (
-		engine *worker.Engine
-		mgr    *workspace.Manager
-		srv    *frontend.Server
-		view   *admin.WorkspaceView
+		engine    *worker.Engine
+		mgr       *workspace.Manager
+		srv       *frontend.Server
+		view      *admin.WorkspaceView
+		taskStore *tasks.Store
 	)
 	if cfg.Server.AdminListen != "" {
 		view = &admin.WorkspaceView{List: func() []workspace.Info { return mgr.ListAll() }}
@@ -109,6 +110,7 @@ func run() int {
 			OpenStreams: func() int { return srv.OpenStreams() },
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view.Count,
+			Tasks:       func() map[tasks.Status]int { return taskStore.Counts() },
 			EgressHosts: cfg.Network.MetricsHosts,
 		})
 	}
@@ -157,7 +159,7 @@ func run() int {
 	}
 	// Task ids are minted like workspace ids, so that a balancer hashing
 	// them finds this instance.
-	taskStore, err := tasks.Open(tasks.Config{Dir: cfg.Workspace.DataDir, TTL: cfg.Protocol.TaskTTL.Duration,
+	taskStore, err = tasks.Open(tasks.Config{Dir: cfg.Workspace.DataDir, TTL: cfg.Protocol.TaskTTL.Duration,
 		MaxPerPrincipal: cfg.Protocol.MaxTasksPerPrincipal, NewID: newID, Logger: log.Named("tasks")})
 	if err != nil {
 		log.Error("tasks", zap.Error(err))
@@ -234,6 +236,7 @@ func run() int {
 			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view, Errors: obs.errors, Network: net.Recent,
+			Tasks: func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
 		}})
 		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
 			log.Error("admin listener", zap.Error(err))
@@ -324,6 +327,9 @@ func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, 
 		}
 	}
 }
+
+// statusTasks is how many tasks the status page lists.
+const statusTasks = 50
 
 // closeWait bounds how long shutdown waits for answers already handed to
 // net/http to leave, after every call has answered.

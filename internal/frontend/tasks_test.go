@@ -181,6 +181,9 @@ func TestTaskOutlivesItsRequest(t *testing.T) {
 	if res["status"] != "working" || res["statusMessage"] != "3/10 loading" {
 		t.Errorf("tasks/get of a running task: %v; want working with the latest progress", res)
 	}
+	if ts := r.s.Tasks(10); len(ts) != 1 || ts[0].ID != id[:8] || !ts[0].Running || ts[0].Status != "working" || ts[0].Message != "3/10 loading" {
+		t.Errorf("the operator's view of the running task: %+v", ts)
+	}
 	r.release <- "outlived"
 	res = pollStatus(t, c, id)
 	inner, _ := res["result"].(map[string]any)
