@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 )
 
 const (
@@ -23,7 +25,12 @@ const (
 // newFixtureServer is the fixture server's front end, as main builds it.
 func newFixtureServer(t *testing.T) *frontend.Server {
 	t.Helper()
-	s, err := newServer(frontend.Options{Listen: "127.0.0.1:0"})
+	st, err := tasks.Open(tasks.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	s, err := newServer(frontend.Options{Listen: "127.0.0.1:0", Tasks: st, TaskAfter: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,5 +406,66 @@ func TestFixtureLegacySamplingAsksTheClient(t *testing.T) {
 	res := read()
 	if r := resultOf(t, res); firstText(t, r) != "LLM response: hi" {
 		t.Fatalf("result %v", r)
+	}
+}
+
+var tasksCaps = map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
+
+// The tasks scenarios' fixtures: slow_compute is in-line for 0 seconds and
+// a task otherwise, which tasks/cancel ends as cancelled; failing_job
+// needs the extension and completes with isError; protocol_error_job
+// fails with its error; confirm_delete asks through its task.
+func TestTaskFixtures(t *testing.T) {
+	_, url := fixtureServer(t)
+	call := func(name string, args map[string]any, caps map[string]any) map[string]any {
+		_, msgs := modern(t, url, "tools/call", map[string]any{"name": name, "arguments": args}, caps)
+		return last(msgs)
+	}
+	get := func(id string) map[string]any {
+		_, msgs := modernWith(t, url, "tasks/get", map[string]any{"taskId": id}, tasksCaps, map[string]string{"Mcp-Name": id})
+		return resultOf(t, last(msgs))
+	}
+	until := func(id, status string) map[string]any {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if r := get(id); r["status"] == status {
+				return r
+			}
+		}
+		t.Fatalf("task %s never became %s: %v", id, status, get(id))
+		return nil
+	}
+	if r := resultOf(t, call("slow_compute", map[string]any{"seconds": 0}, tasksCaps)); r["resultType"] != "complete" {
+		t.Errorf("slow_compute 0: %v", r)
+	}
+	r := resultOf(t, call("slow_compute", map[string]any{"seconds": 30, "label": "x"}, tasksCaps))
+	id, _ := r["taskId"].(string)
+	if r["resultType"] != "task" || id == "" {
+		t.Fatalf("slow_compute 30: %v", r)
+	}
+	modernWith(t, url, "tasks/cancel", map[string]any{"taskId": id}, tasksCaps, map[string]string{"Mcp-Name": id})
+	until(id, "cancelled")
+
+	if code := errorCode(call("failing_job", map[string]any{}, nil)); code != -32021 {
+		t.Errorf("failing_job without the extension: %v", code)
+	}
+	r = resultOf(t, call("failing_job", map[string]any{}, tasksCaps))
+	if done := until(r["taskId"].(string), "completed"); done["result"].(map[string]any)["isError"] != true {
+		t.Errorf("failing_job: %v", done)
+	}
+	r = resultOf(t, call("protocol_error_job", map[string]any{}, tasksCaps))
+	if failed := until(r["taskId"].(string), "failed"); failed["error"] == nil {
+		t.Errorf("protocol_error_job: %v", failed)
+	}
+	r = resultOf(t, call("confirm_delete", map[string]any{"filename": "a.txt"}, tasksCaps))
+	id = r["taskId"].(string)
+	asked := until(id, "input_required")
+	var key string
+	for k := range asked["inputRequests"].(map[string]any) {
+		key = k
+	}
+	modernWith(t, url, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}},
+		tasksCaps, map[string]string{"Mcp-Name": id})
+	if done := until(id, "completed"); firstText(t, done["result"].(map[string]any)) != "Deleted a.txt." {
+		t.Errorf("confirm_delete: %v", done)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 	"execd/internal/tools"
 	"execd/internal/workspace"
 )
@@ -44,7 +45,13 @@ func main() {
 
 func run(listen string, log *zap.Logger) int {
 	defer func() { _ = log.Sync() }()
-	srv, err := newServer(frontend.Options{Version: "conformance", Logger: log, Listen: listen})
+	store, err := tasks.Open(tasks.Config{})
+	if err != nil {
+		log.Error("tasks", zap.Error(err))
+		return 1
+	}
+	defer store.Close()
+	srv, err := newServer(frontend.Options{Version: "conformance", Logger: log, Listen: listen, Tasks: store, TaskAfter: time.Second})
 	if err != nil {
 		log.Error("front end", zap.Error(err))
 		return 1
@@ -88,7 +95,7 @@ func newServer(opts frontend.Options) (*frontend.Server, error) {
 	if err := tools.Register(srv, tools.Options{Executor: noCode{}, Languages: []string{"javascript", "python"}, Logger: opts.Logger}); err != nil {
 		return nil, err
 	}
-	for _, t := range fixtureTools() {
+	for _, t := range append(fixtureTools(), taskFixtures()...) {
 		if err := frontend.AddTool(srv, t); err != nil {
 			return nil, err
 		}

@@ -27,6 +27,7 @@ import (
 	"execd/internal/config"
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
 	"execd/internal/worker"
@@ -95,10 +96,11 @@ func run() int {
 	}
 	// The gauges read the engine, the registry and the front end, made below.
 	var (
-		engine *worker.Engine
-		mgr    *workspace.Manager
-		srv    *frontend.Server
-		view   *admin.WorkspaceView
+		engine    *worker.Engine
+		mgr       *workspace.Manager
+		srv       *frontend.Server
+		view      *admin.WorkspaceView
+		taskStore *tasks.Store
 	)
 	if cfg.Server.AdminListen != "" {
 		view = &admin.WorkspaceView{List: func() []workspace.Info { return mgr.ListAll() }}
@@ -108,6 +110,7 @@ func run() int {
 			OpenStreams: func() int { return srv.OpenStreams() },
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view.Count,
+			Tasks:       func() map[tasks.Status]int { return taskStore.Counts() },
 			EgressHosts: cfg.Network.MetricsHosts,
 		})
 	}
@@ -155,6 +158,15 @@ func run() int {
 			return 2
 		}
 	}
+	// Task ids are minted like workspace ids, so that a balancer hashing
+	// them finds this instance.
+	taskStore, err = tasks.Open(tasks.Config{Dir: cfg.Workspace.DataDir, TTL: cfg.Protocol.TaskTTL.Duration,
+		MaxPerPrincipal: cfg.Protocol.MaxTasksPerPrincipal, NewID: newID, Logger: log.Named("tasks")})
+	if err != nil {
+		log.Error("tasks", zap.Error(err))
+		return 1
+	}
+	defer taskStore.Close()
 	mgr, err = workspace.NewManager(workspace.Config{
 		DataDir:             cfg.Workspace.DataDir,
 		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
@@ -196,6 +208,7 @@ func run() int {
 	}
 	fo := frontendOptions(cfg, log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
+	fo.Tasks = taskStore
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
 			log.Error("cluster", zap.Error(err))
@@ -224,6 +237,7 @@ func run() int {
 			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view, Errors: obs.errors, Network: net.Recent,
+			Tasks: func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
 		}})
 		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
 			log.Error("admin listener", zap.Error(err))
@@ -257,6 +271,7 @@ func frontendOptions(cfg config.Config, log *zap.Logger) frontend.Options {
 		ProgressHeartbeat:      cfg.Protocol.ProgressHeartbeat.Duration,
 		SessionIdleTTL:         cfg.Protocol.SessionIdleTTL.Duration,
 		InputTimeout:           cfg.Protocol.InputTimeout.Duration,
+		TaskAfter:              cfg.Protocol.TaskAfter.Duration,
 	}
 }
 
@@ -313,6 +328,9 @@ func serveHTTP(srv *frontend.Server, mgr *workspace.Manager, cfg config.Config, 
 		}
 	}
 }
+
+// statusTasks is how many tasks the status page lists.
+const statusTasks = 50
 
 // closeWait bounds how long shutdown waits for answers already handed to
 // net/http to leave, after every call has answered.

@@ -37,12 +37,23 @@ function message(r) {
 // its legacy session (any instance serves any session: they share the
 // session key), or anywhere ("": round robin); the id a new workspace gets
 // is minted by its instance to hash back to it (cluster.peers, cluster.self).
+// A task (tasks/get, tasks/update, tasks/cancel, and 2025-11-25's
+// tasks/result) goes by its id, which its instance minted the same way: a
+// 2026-07-28 client mirrors it in Mcp-Name, a legacy one has it in the body.
+var taskMethods = { 'tasks/get': true, 'tasks/update': true, 'tasks/cancel': true, 'tasks/result': true };
+
 function route(r) {
+    if (taskMethods[r.headersIn['Mcp-Method']] && r.headersIn['Mcp-Name']) {
+        return r.headersIn['Mcp-Name'];
+    }
     var ws = r.headersIn['Mcp-Param-Workspace'];
     if (ws) {
         return param(ws);
     }
     var msg = message(r);
+    if (msg && !Array.isArray(msg) && taskMethods[msg.method] && msg.params && typeof msg.params.taskId === 'string') {
+        return msg.params.taskId;
+    }
     if (msg && !Array.isArray(msg) && msg.method === 'tools/call' && msg.params &&
         msg.params.arguments && typeof msg.params.arguments.workspace === 'string') {
         return msg.params.arguments.workspace;

@@ -9,6 +9,7 @@ import (
 
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -57,6 +58,8 @@ type Sources struct {
 	GuestMemory func() (used, budget int64)
 	// Workspaces counts the workspaces by state.
 	Workspaces func() (live, hibernated int)
+	// Tasks counts the task records by status (tasks.Store's Counts).
+	Tasks func() map[tasks.Status]int
 	// EgressHosts are the hosts whose requests are counted under a host
 	// label of their own (network.metrics_hosts); the others count as
 	// "other". Empty: the egress metrics have no host label.
@@ -77,7 +80,7 @@ func NewMetrics(src Sources) *Metrics {
 
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "execd_requests_total",
-		Help: "MCP requests answered (or ended without an answer), by method, era, transport and outcome (ok, error, cancelled, undelivered, refused).",
+		Help: "MCP requests answered (or ended without an answer), by method, era, transport and outcome (ok, error, cancelled, undelivered, refused, task: answered with a task that runs on).",
 	}, []string{"method", "era", "transport", "outcome"})
 	m.execDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "execd_execute_code_duration_seconds",
@@ -157,7 +160,26 @@ func NewMetrics(src Sources) *Metrics {
 	if w := src.Workspaces; w != nil {
 		f(workspaceGauge{w})
 	}
+	if t := src.Tasks; t != nil {
+		f(taskGauge{t})
+	}
 	return m
+}
+
+// taskGauge is execd_tasks{status}, read at each scrape.
+type taskGauge struct{ count func() map[tasks.Status]int }
+
+var tasksDesc = prometheus.NewDesc("execd_tasks",
+	"Task records kept, by status: working and input_required (running), completed, failed, cancelled (kept protocol.task_ttl after they ended).",
+	[]string{"status"}, nil)
+
+func (g taskGauge) Describe(ch chan<- *prometheus.Desc) { ch <- tasksDesc }
+
+func (g taskGauge) Collect(ch chan<- prometheus.Metric) {
+	counts := g.count()
+	for _, st := range tasks.Statuses {
+		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
 }
 
 // Registry is the registry the metrics are on.

@@ -33,6 +33,9 @@ type StatusSources struct {
 	// Recent): host, method, outcome, status, bytes and time, never a
 	// path, a query or a header.
 	Network func() []egress.WorkspaceRequests
+	// Tasks lists the tasks updated last, newest first
+	// (frontend.Server.Tasks).
+	Tasks func() []frontend.TaskInfo
 }
 
 // Limit is one configuration value shown on the status page.
@@ -98,6 +101,20 @@ type status struct {
 	// Network: the workspaces that used the network lately, most recent
 	// first, with their last requests.
 	Network []egress.WorkspaceRequests `json:"network"`
+	// Tasks: the tasks running and those that ended lately, newest first.
+	Tasks []taskStatus `json:"tasks"`
+}
+
+type taskStatus struct {
+	ID        string    `json:"id"`
+	Principal string    `json:"principal"`
+	Tool      string    `json:"tool,omitempty"`
+	Workspace string    `json:"workspace,omitempty"`
+	Status    string    `json:"status"`
+	Running   bool      `json:"running"`
+	Message   string    `json:"message,omitempty"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
 }
 
 type wsStatus struct {
@@ -184,6 +201,13 @@ func (s *StatusSources) document() status {
 	st.Network = []egress.WorkspaceRequests{}
 	if s.Network != nil {
 		st.Network = s.Network()
+	}
+	st.Tasks = []taskStatus{}
+	if s.Tasks != nil {
+		for _, ti := range s.Tasks() {
+			st.Tasks = append(st.Tasks, taskStatus{ID: ti.ID, Principal: ti.Principal, Tool: ti.Tool, Workspace: ti.Workspace,
+				Status: ti.Status, Running: ti.Running, Message: ti.Message, Created: ti.Created, Updated: ti.Updated})
+		}
 	}
 	return st
 }

@@ -66,6 +66,13 @@ type Protocol struct {
 	ProgressHeartbeat  Duration `toml:"progress_heartbeat"`
 	SessionIdleTTL     Duration `toml:"session_idle_ttl"`
 	InputTimeout       Duration `toml:"input_timeout"`
+	// TaskAfter: a call that has run this long becomes a task, for a client
+	// that declared the tasks extension; 0 means never.
+	TaskAfter Duration `toml:"task_after"`
+	// TaskTTL is how long a task's record is kept after it finished.
+	TaskTTL Duration `toml:"task_ttl"`
+	// MaxTasksPerPrincipal caps the task records one principal has.
+	MaxTasksPerPrincipal int `toml:"max_tasks_per_principal"`
 }
 
 // Limits bound what one run may use.
@@ -175,9 +182,12 @@ func Default() Config {
 			ShutdownGrace:     Duration{10 * time.Second},
 		},
 		Protocol: Protocol{
-			ProgressHeartbeat: Duration{10 * time.Second},
-			SessionIdleTTL:    Duration{time.Hour},
-			InputTimeout:      Duration{5 * time.Minute},
+			ProgressHeartbeat:    Duration{10 * time.Second},
+			SessionIdleTTL:       Duration{time.Hour},
+			InputTimeout:         Duration{5 * time.Minute},
+			TaskAfter:            Duration{5 * time.Second},
+			TaskTTL:              Duration{time.Hour},
+			MaxTasksPerPrincipal: 64,
 		},
 		Limits: Limits{
 			MaxOutputBytes:      64 << 10,
@@ -321,6 +331,15 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Protocol.InputTimeout.Duration; d < time.Second || d > 24*time.Hour {
 		bad("protocol.input_timeout", "must be between 1s and 24h, got %s", c.Protocol.InputTimeout)
+	}
+	if d := c.Protocol.TaskAfter.Duration; d != 0 && (d < 10*time.Millisecond || d > time.Hour) {
+		bad("protocol.task_after", "must be 0s (calls never become tasks) or between 10ms and 1h, got %s", c.Protocol.TaskAfter)
+	}
+	if d := c.Protocol.TaskTTL.Duration; d < time.Second || d > 30*24*time.Hour {
+		bad("protocol.task_ttl", "must be between 1s and 720h (30 days), got %s", c.Protocol.TaskTTL)
+	}
+	if n := c.Protocol.MaxTasksPerPrincipal; n < 1 || n > 100000 {
+		bad("protocol.max_tasks_per_principal", "must be between 1 and 100000, got %d", n)
 	}
 	if n := c.Limits.MaxImageBytes; n < 1024 || n > 64<<20 {
 		bad("limits.max_image_bytes", "must be between 1024 and 67108864 (64 MiB), got %d", n)

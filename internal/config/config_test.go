@@ -52,6 +52,12 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[limits]\nrequest_timeout = \"soon\"", "request_timeout"},
 		{"[protocol]\nprogress_heartbeat = \"1h\"", "protocol.progress_heartbeat"},
 		{"[protocol]\ninput_timeout = \"0s\"", "protocol.input_timeout"},
+		{"[protocol]\ntask_after = \"-1s\"", "protocol.task_after"},
+		{"[protocol]\ntask_after = \"1ms\"", "protocol.task_after"},
+		{"[protocol]\ntask_after = \"2h\"", "protocol.task_after"},
+		{"[protocol]\ntask_ttl = \"0s\"", "protocol.task_ttl"},
+		{"[protocol]\ntask_ttl = \"1000h\"", "protocol.task_ttl"},
+		{"[protocol]\nmax_tasks_per_principal = 0", "protocol.max_tasks_per_principal"},
 		{"[limits]\nmax_image_bytes = 10", "limits.max_image_bytes"},
 		{"[limits]\nmax_images = 0", "limits.max_images"},
 		{"[limits]\nmax_input_answer_bytes = 100", "limits.max_input_answer_bytes"},
@@ -151,5 +157,15 @@ hosts = ["api.team-a.example"]
 	p, ok := n.Principals["team-a"]
 	if !ok || len(p.Allow) != 1 || len(p.Secrets) != 1 || p.Secrets[0].ValueFile != "/etc/key" {
 		t.Errorf("principals: %+v", n.Principals)
+	}
+}
+
+func TestTaskAfterZeroMeansNever(t *testing.T) {
+	c, err := Parse("[protocol]\ntask_after = \"0s\"\nmax_tasks_per_principal = 3\n")
+	if err != nil {
+		t.Fatalf("task_after = 0s (never) refused: %v", err)
+	}
+	if c.Protocol.TaskAfter.Duration != 0 || c.Protocol.MaxTasksPerPrincipal != 3 || c.Protocol.TaskTTL.Duration != time.Hour {
+		t.Errorf("protocol: %+v", c.Protocol)
 	}
 }

@@ -213,6 +213,14 @@ func (s *Server) admitRequest(o origin, a admission, msg *jsonrpc.Message, meta 
 			return nil, method{}, refuse(http.StatusOK, msg.ID, jerr)
 		}
 	}
+	if m.taskMethod {
+		if a.era == EraModern && !c.meta.hasExtension(extTasks) {
+			return nil, method{}, missingTasksExtension(msg.ID)
+		}
+		if a.era == EraLegacy && a.version != VersionLatest {
+			return nil, method{}, refuse(http.StatusOK, msg.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s (tasks exist from protocol version %s)", msg.Method, VersionLatest))
+		}
+	}
 	if msg.Method == "tools/call" {
 		if r := s.prepareTool(c, src.header); r != nil {
 			return nil, method{}, r

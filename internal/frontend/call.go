@@ -38,6 +38,8 @@ type Call struct {
 	tags      []string // key, value, …: for the log line and Running
 
 	progress atomic.Pointer[string] // the latest progress message, for Server.Running
+
+	task callTask // how the call may become a task (tasks.go)
 }
 
 // Era is the era the request is served in.
@@ -158,6 +160,18 @@ type peer struct {
 	scope  string
 	logMin atomic.Int32
 	caps   atomic.Pointer[json.RawMessage] // the client's capabilities, from initialize
+	// stream writes a message on the peer's own stream, outside any
+	// request (a legacy task's notifications): stdout, or the session's
+	// GET stream while one is open. Nil: none.
+	stream atomic.Pointer[func([]byte) error]
+}
+
+// send writes b on the peer's own stream.
+func (p *peer) send(b []byte) error {
+	if f := p.stream.Load(); f != nil {
+		return (*f)(b)
+	}
+	return errNoStream
 }
 
 func (p *peer) setCapabilities(caps json.RawMessage) { p.caps.Store(&caps) }

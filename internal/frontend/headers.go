@@ -106,6 +106,10 @@ func checkMethodHeaders(hdr http.Header, msg *jsonrpc.Message, meta *requestMeta
 		return checkMirror(hdr, "Mcp-Name", rawString(meta.head.name))
 	case "resources/read":
 		return checkMirror(hdr, "Mcp-Name", rawString(meta.head.uri))
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// The task's instance is found by its id (experimental-ext-tasks
+		// tasks.mdx, Streamable HTTP: Routing Headers).
+		return checkMirror(hdr, "Mcp-Name", rawString(meta.head.taskID))
 	}
 	return nil
 }

@@ -129,6 +129,11 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	sw.begin(keepAliveEvery, false)
 	defer sw.end()
+	// While it is open, the stream carries what belongs to the session
+	// and to no request: its tasks' notifications.
+	send := sw.event
+	sess.peer.stream.Store(&send)
+	defer sess.peer.stream.CompareAndSwap(&send, nil)
 	select {
 	case <-r.Context().Done():
 	case <-sess.ctx.Done():

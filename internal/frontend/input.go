@@ -142,12 +142,23 @@ func (c *Call) askClient(ctx context.Context, method string, params any) (json.R
 	}
 	id, ch, done := c.srv.pending.open(c.peer.scope)
 	defer done()
+	// A 2025-11-25 task asks on its peer's stream, saying which task asks
+	// (tasks.mdx: Associating Task-Related Messages); meanwhile the task is
+	// input_required.
+	lt := c.liveTask()
+	if lt != nil {
+		params = withRelatedTaskMeta(params, lt.id)
+	}
 	b, err := jsonrpc.EncodeRequest(id, method, params)
 	if err == nil {
 		err = c.send(b)
 	}
 	if err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot send %s: %v (the request needs an SSE stream)", method, err)
+	}
+	if lt != nil {
+		c.srv.legacyTaskWaits(lt, true)
+		defer c.srv.legacyTaskWaits(lt, false)
 	}
 	select {
 	case <-ctx.Done():

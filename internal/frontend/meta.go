@@ -73,6 +73,7 @@ type paramsHead struct {
 	arguments json.RawMessage
 	task      json.RawMessage
 	cursor    json.RawMessage
+	taskID    json.RawMessage
 }
 
 var traceKeys = [3]string{"traceparent", "tracestate", "baggage"}
@@ -99,6 +100,8 @@ func readMeta(params json.RawMessage) requestMeta {
 			return &m.head.task
 		case "cursor":
 			return &m.head.cursor
+		case "taskId":
+			return &m.head.taskID
 		}
 		return nil
 	}); twice != "" {

@@ -23,6 +23,14 @@ type method struct {
 	// when, if set, says whether the method is served now: its family is
 	// registered (features.go).
 	when func() bool
+	// taskMethod: a method of tasks, which a modern request may call only
+	// when it declares the extension (-32021) and a legacy session only
+	// in 2025-11-25.
+	taskMethod bool
+	// intercepted: the method acts on a call already running and answers
+	// at once (tasks/cancel, tasks/update); like notifications/cancelled it
+	// is served before the policy limits and never queues (pipeline.go).
+	intercepted bool
 }
 
 func (s *Server) methods() map[string]method {
@@ -33,6 +41,11 @@ func (s *Server) methods() map[string]method {
 		"subscriptions/listen": {h: s.listen, modern: true},
 		"tools/list":           {h: s.listTools, legacy: true, modern: true},
 		"tools/call":           {h: s.callTool, legacy: true, modern: true},
+		"tasks/get":            {h: s.taskGet, legacy: true, modern: true, when: s.hasTasks, taskMethod: true},
+		"tasks/update":         {h: s.taskUpdate, modern: true, when: s.modernTasks, taskMethod: true, intercepted: true},
+		"tasks/cancel":         {h: s.taskCancel, legacy: true, modern: true, when: s.hasTasks, taskMethod: true, intercepted: true},
+		"tasks/result":         {h: s.taskResult, legacy: true, when: s.hasTasks, taskMethod: true},
+		"tasks/list":           {h: s.taskList, legacy: true, when: s.hasTasks, taskMethod: true},
 	}
 	s.addFeatureMethods(m)
 	return m
@@ -173,7 +186,7 @@ func (s *Server) setLevel(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 func (s *Server) discover(context.Context, *Call) (any, *jsonrpc.Error) {
 	res := map[string]any{
 		"supportedVersions": allVersions,
-		"capabilities":      s.capabilities(),
+		"capabilities":      s.capabilities(EraModern, VersionModern),
 		"ttlMs":             300000,
 		"cacheScope":        "public",
 	}
@@ -191,7 +204,7 @@ func (s *Server) initializeResult(requested string) (map[string]any, string) {
 	}
 	res := map[string]any{
 		"protocolVersion": v,
-		"capabilities":    s.capabilities(),
+		"capabilities":    s.capabilities(EraLegacy, v),
 		"serverInfo":      s.serverInfo(),
 	}
 	if in := s.getInstructions(); in != "" {

@@ -201,3 +201,46 @@ func (s *Server) OpenStreams() int {
 	}
 	return n
 }
+
+// TaskInfo is one task, for an operator's view (the status page).
+type TaskInfo struct {
+	// ID is the start of the task's id: enough to tell tasks apart, too
+	// little to name one on the wire.
+	ID        string
+	Principal string
+	Tool      string
+	Workspace string
+	Status    string
+	// Message is the run's latest progress while it runs here, else what
+	// the record says.
+	Message string
+	Created time.Time
+	Updated time.Time
+	// Running: the task's run is in this process.
+	Running bool
+}
+
+// Tasks lists the n tasks updated last, every principal's, newest first
+// (n <= 0: all); none without Options.Tasks. It only reads.
+func (s *Server) Tasks(n int) []TaskInfo {
+	if s.opts.Tasks == nil {
+		return nil
+	}
+	recs := s.opts.Tasks.Recent(n)
+	out := make([]TaskInfo, len(recs))
+	for i, rec := range recs {
+		lt := s.live.get(rec.Principal, rec.ID)
+		ti := TaskInfo{ID: rec.ID[:min(8, len(rec.ID))], Principal: rec.Principal, Tool: rec.Tool, Workspace: rec.Tags["workspace"],
+			Status: string(rec.Status), Message: rec.Message, Created: rec.Created, Updated: rec.Updated, Running: lt != nil}
+		if rec.Stopped {
+			ti.Message = stoppedMessage
+		}
+		if lt != nil && !rec.Status.Terminal() {
+			if p := lt.c.progressMessage(); p != "" {
+				ti.Message = p
+			}
+		}
+		out[i] = ti
+	}
+	return out
+}

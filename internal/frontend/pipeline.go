@@ -93,6 +93,13 @@ func (s *Server) handle(o origin, msg *jsonrpc.Message, out sink) *task {
 		return nil
 	}
 	c, m, r := s.admitRequest(o, a, msg, meta)
+	if r == nil && m.intercepted {
+		// Like a cancel, it acts on a call already running: it answers at
+		// once, before the limits that could make it wait or refuse it.
+		c.out = out
+		s.answerWithout(o, a, msg, &meta, s.serveIntercepted(c, m), out)
+		return nil
+	}
 	if r == nil {
 		r = s.admitPolicy(o, msg)
 	}
@@ -197,8 +204,23 @@ func (t *task) sessionEnded() { t.cancel(context.Cause(t.session.ctx)) }
 func (t *task) run() {
 	defer t.end()
 	t.c.out.open(t.c.method)
+	if t.c.task.mode != taskNo {
+		t.runMaybeTask()
+		return
+	}
 	res, jerr := t.s.serve(t.ctx, t.c, t.m)
 	t.finish(res, jerr)
+}
+
+// serveIntercepted serves an intercepted request: at once, on the caller's
+// goroutine (its handler never waits), with no context of its own.
+func (s *Server) serveIntercepted(c *Call, m method) *reply {
+	c.ctx = s.runCtx
+	res, jerr := s.serve(s.runCtx, c, m)
+	if jerr != nil {
+		return refuse(http.StatusOK, c.id, jerr)
+	}
+	return &reply{status: http.StatusOK, id: c.id, result: res}
 }
 
 func (t *task) end() {

@@ -41,6 +41,9 @@ type Tool[In any] struct {
 	// Needs lists the client capabilities a modern request must declare to
 	// call the tool (-32021 otherwise). Nil needs none.
 	Needs []string
+	// Tasks says whether a call may become a task (tasks.go). The zero
+	// value, TaskNever, means it is always answered in-line.
+	Tasks TaskSupport
 	// Run serves a call. Results are CallToolResults: a map (the modern
 	// era's resultType and serverInfo are added), a struct marshalled by
 	// encoding/json, or an EncodedResult. A nil result and a nil error mean
@@ -129,7 +132,7 @@ func AddTool[In any](s *Server, t Tool[In]) error {
 			return t.Run(ctx, c, in)
 		}
 	}
-	return s.tools.add(&tool{name: t.Name, def: def, needs: t.Needs, run: run})
+	return s.tools.add(&tool{name: t.Name, def: def, needs: t.Needs, tasks: t.Tasks, run: run})
 }
 
 // intOf is an integer schema value (a tag's int64, or an int given in
@@ -325,6 +328,7 @@ type tool struct {
 	// needs lists client capabilities a modern request must declare to
 	// call the tool (-32021).
 	needs []string
+	tasks TaskSupport
 	run   func(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error)
 }
 
@@ -337,8 +341,18 @@ type toolSet struct {
 	mu      sync.RWMutex
 	list    []*tool
 	byName  map[string]*tool
-	encoded [2]preEncoded // by Era; nil: encode again
+	encoded [3]preEncoded // by listKind; nil: encode again
 }
+
+// listKind is which tools/list a request gets: the modern one, the legacy
+// one, or 2025-11-25's, which says which tools run as tasks.
+type listKind int
+
+const (
+	listLegacy listKind = iota
+	listModern
+	listLegacyTasks
+)
 
 var errToolName = errors.New("the name is empty, too long, taken, or not of A-Z a-z 0-9 _ . -")
 
@@ -360,7 +374,7 @@ func (ts *toolSet) add(t *tool) error {
 	}
 	ts.list = append(ts.list, t)
 	ts.byName[t.name] = t
-	ts.encoded = [2]preEncoded{}
+	ts.encoded = [3]preEncoded{}
 	return nil
 }
 

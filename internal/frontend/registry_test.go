@@ -31,7 +31,7 @@ func TestAddToolDerivesTheSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.toolsList(EraLegacy)
+	raw, err := s.toolsList(listLegacy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"execd/internal/tasks"
 )
 
 // ServerName identifies execd on the wire.
@@ -86,6 +88,17 @@ type Options struct {
 	// Observer watches every request (observe.go). Nil means nothing is
 	// observed.
 	Observer Observer
+
+	// Tasks keeps the records of calls that became tasks (tasks.go). Nil
+	// means no tasks: neither the 2026-07-28 extension nor the 2025-11-25
+	// capability is declared.
+	Tasks *tasks.Store
+	// TaskAfter is how long a call of a tool that supports tasks, from a
+	// 2026-07-28 request that declared the tasks extension, runs before it
+	// becomes a task. Zero means calls never become tasks in that era (the
+	// extension is not declared); a 2025-11-25 client that asks for a task
+	// still gets one.
+	TaskAfter time.Duration
 }
 
 // Causes that end a call's context. A client's cancel means "write
@@ -142,7 +155,8 @@ type Server struct {
 	auth     *authenticator
 	streams  *streamGauge
 	obs      Observer
-	running  running // requests in flight, for Running
+	running  running   // requests in flight, for Running
+	live     liveTasks // tasks whose run is in this process
 
 	// stateKey protects the requestState of input_required rounds
 	// (input.go); fresh for every process, which stateFrom names.
@@ -318,8 +332,17 @@ func (s *Server) serverInfo() map[string]string {
 	return map[string]string{"name": ServerName, "version": s.opts.Version}
 }
 
-func (s *Server) capabilities() map[string]any {
+// capabilities are what discover (era modern) and initialize (version
+// negotiated) declare.
+func (s *Server) capabilities(era Era, version string) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	switch {
+	case era == EraModern && s.modernTasks():
+		caps["extensions"] = map[string]any{extTasks: map[string]any{}}
+	case era == EraLegacy && version == VersionLatest && s.hasTasks():
+		caps["tasks"] = map[string]any{"list": map[string]any{}, "cancel": map[string]any{},
+			"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+	}
 	if s.feat.hasResources() {
 		caps["resources"] = map[string]any{"listChanged": false, "subscribe": false}
 	}

@@ -55,6 +55,8 @@ func (p *stdioProc) writeLine(b []byte) {
 // written for it.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	p := &stdioProc{w: bufio.NewWriter(w), log: s.log, peer: newPeer("p:" + strconv.FormatInt(s.procs.Add(1), 10))}
+	write := p.write
+	p.peer.stream.Store(&write)
 	ctx, cancelAll := context.WithCancelCause(ctx)
 	defer cancelAll(nil)
 	o := &stdioOrigin{source: source{transport: "stdio", principal: LocalPrincipal, closed: ctx}, proc: p}

@@ -16,7 +16,14 @@ func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	if !jsonrpc.IsNull(c.meta.head.cursor) {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown cursor (the list has one page)")
 	}
-	res, err := s.toolsList(c.era)
+	kind := listLegacy
+	switch {
+	case c.era == EraModern:
+		kind = listModern
+	case c.version == VersionLatest && s.hasTasks():
+		kind = listLegacyTasks
+	}
+	res, err := s.toolsList(kind)
 	if err != nil {
 		s.log.Error("encode tools/list", zap.Error(err))
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the tool list")
@@ -24,24 +31,38 @@ func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	return res, nil
 }
 
-// toolsList is tools/list's result in era, encoded once per change of the
-// list.
-func (s *Server) toolsList(era Era) (preEncoded, error) {
+// toolsList is tools/list's result of kind, encoded once per change of
+// the list.
+func (s *Server) toolsList(kind listKind) (preEncoded, error) {
 	ts := s.tools
 	ts.mu.RLock()
-	enc := ts.encoded[era]
+	enc := ts.encoded[kind]
 	ts.mu.RUnlock()
 	if enc != nil {
 		return enc, nil
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if enc := ts.encoded[era]; enc != nil {
+	if enc := ts.encoded[kind]; enc != nil {
 		return enc, nil
 	}
 	defs := make([]map[string]any, len(ts.list))
 	for i, t := range ts.list {
 		defs[i] = t.def
+		if kind == listLegacyTasks && t.tasks != TaskNever {
+			// execution.taskSupport (schema 2025-11-25 Tool); the modern
+			// era has no such field: the server decides.
+			d := make(map[string]any, len(t.def)+1)
+			for k, v := range t.def {
+				d[k] = v
+			}
+			d["execution"] = map[string]any{"taskSupport": t.tasks.String()}
+			defs[i] = d
+		}
+	}
+	era := EraLegacy
+	if kind == listModern {
+		era = EraModern
 	}
 	res := map[string]any{"tools": defs}
 	if era == EraModern {
@@ -52,8 +73,8 @@ func (s *Server) toolsList(era Era) (preEncoded, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts.encoded[era] = preEncoded(b)
-	return ts.encoded[era], nil
+	ts.encoded[kind] = preEncoded(b)
+	return ts.encoded[kind], nil
 }
 
 // preEncoded is a result encoded in advance for its era.
@@ -97,7 +118,7 @@ func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
 func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 	p, jerr := parseToolCall(c.meta)
 	c.toolCall, c.toolErr = p, jerr
-	if jerr != nil || !jsonrpc.IsNull(p.Task) {
+	if jerr != nil {
 		return nil
 	}
 	t := s.tools.get(p.Name)
@@ -105,6 +126,9 @@ func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
 		return nil
 	}
 	c.tool = t
+	if r := s.prepareTask(c, t); r != nil {
+		return r
+	}
 	if c.era == EraModern {
 		var miss map[string]any
 		for _, n := range t.needs {
@@ -141,10 +165,16 @@ func (s *Server) callTool(ctx context.Context, c *Call) (any, *jsonrpc.Error) {
 	if c.toolErr != nil {
 		return nil, c.toolErr
 	}
-	if !jsonrpc.IsNull(p.Task) {
+	t := c.tool
+	// A modern request's task param means nothing (the server decides,
+	// experimental-ext-tasks tasks.mdx); a legacy one is honoured when the
+	// session's revision has tasks and the tool takes them (tasks.go).
+	if c.era == EraLegacy && !jsonrpc.IsNull(p.Task) && c.task.mode == taskNo {
+		if t != nil && s.hasTasks() && c.version == VersionLatest {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: tool %s does not run as a task: call it without task", p.Name)
+		}
 		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Tasks are not supported: call %s without task", p.Name)
 	}
-	t := c.tool
 	if t == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", p.Name)
 	}

@@ -37,8 +37,16 @@ type Client struct {
 	Token   string       // a bearer token; "" for none
 	Legacy  bool         // the legacy era even without a session
 	HTTP    *http.Client // nil: http.DefaultClient
+	// Caps are the clientCapabilities of a modern request; nil means {}.
+	Caps map[string]any
 
 	lastID atomic.Int64
+}
+
+// TasksCaps are modern clientCapabilities that declare the tasks
+// extension.
+func TasksCaps() map[string]any {
+	return map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
 }
 
 func (c *Client) modern() bool { return c.Session == "" && !c.Legacy }
@@ -82,6 +90,16 @@ func (c *Client) Request(id any, method string, params map[string]any) ([]byte, 
 	}
 	var hdr map[string]string
 	if c.modern() {
+		if c.Caps != nil {
+			meta, _ := params["_meta"].(map[string]any)
+			if meta == nil {
+				meta = map[string]any{}
+				params["_meta"] = meta
+			}
+			if meta["io.modelcontextprotocol/clientCapabilities"] == nil {
+				meta["io.modelcontextprotocol/clientCapabilities"] = c.Caps
+			}
+		}
 		hdr = Modern(method, params)
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -253,6 +271,21 @@ func (c *Client) Respond(id any, result map[string]any) int {
 	resp := c.Post(context.Background(), string(mustJSON(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})), nil)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Answer sends one request of the client's era and returns its response,
+// answered as JSON or as the last event of a stream; nil when the answer
+// ended without one. Unlike RPC, no response does not fail the test.
+func (c *Client) Answer(method string, params map[string]any) map[string]any {
+	c.T.Helper()
+	body, hdr := c.Request(c.NextID(), method, params)
+	var msg map[string]any
+	for m := range Events(c.Post(context.Background(), string(body), hdr)) {
+		if _, ok := m["method"]; !ok && msg == nil {
+			msg = m
+		}
+	}
+	return msg
 }
 
 // Logs is a zap Logger that keeps its entries, for tests that read the

@@ -45,6 +45,8 @@ func Modern(method string, params map[string]any) map[string]string {
 		hdr["Mcp-Name"], _ = params["name"].(string)
 	case params["uri"] != nil:
 		hdr["Mcp-Name"], _ = params["uri"].(string)
+	case params["taskId"] != nil:
+		hdr["Mcp-Name"], _ = params["taskId"].(string)
 	}
 	if args, ok := params["arguments"].(map[string]any); ok {
 		if ws, ok := args["workspace"].(string); ok {

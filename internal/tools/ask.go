@@ -98,6 +98,28 @@ func (in streamInput) Input(ctx context.Context, prompt string) workspace.InputA
 	return workspace.InputAnswer{Status: workspace.InputEOF} // the client answered with an error or nonsense
 }
 
+// taskInput asks through the task the call is, or becomes by asking: the
+// task goes input_required and tasks/update brings the answer.
+type taskInput struct {
+	t *tools
+	c *frontend.Call
+}
+
+func (in taskInput) Input(ctx context.Context, prompt string) workspace.InputAnswer {
+	tctx, cancel := context.WithTimeout(ctx, in.t.srv.InputTimeout())
+	defer cancel()
+	got, err := in.c.TaskInput(tctx, []frontend.Input{elicitInput(in.c, prompt)})
+	switch {
+	case err == nil:
+		return inputAnswer(got["input"])
+	case ctx.Err() != nil:
+		return workspace.InputAnswer{Status: workspace.InputEOF} // the run is being stopped
+	case tctx.Err() != nil:
+		return workspace.InputAnswer{Status: workspace.InputTimedOut}
+	}
+	return workspace.InputAnswer{Status: workspace.InputNoClient}
+}
+
 // noInput answers every input() with "nobody can answer".
 type noInput struct{}
 

@@ -49,6 +49,7 @@ func (t *tools) addExecuteCode() error {
 		Description: desc,
 		Properties:  map[string]map[string]any{"language": {"enum": langs}},
 		Annotations: annotationsRun,
+		Tasks:       frontend.TaskOptional,
 		Run:         t.executeCode,
 		Invalid: func(in execArgs, msg string) any {
 			return execFailure(deref(in.Workspace), "%s", msg)
@@ -104,14 +105,26 @@ func (t *tools) executeCode(ctx context.Context, c *frontend.Call, in execArgs) 
 	rep := c.Reporter()
 	defer rep.Stop()
 	rep.Start("accepted " + a.language + " code")
-	if c.Era() == frontend.EraModern && c.CanElicit() {
+	var src workspace.InputSource = noInput{}
+	switch {
+	case c.CanBecomeTask():
+		// The engine runs the call apart from its request and makes it a
+		// task if it runs long or asks for input; the task carries the
+		// question (ask.go, taskInput). A new workspace is named now, so
+		// that the task names it from the start.
+		if a.workspace == "" {
+			a.workspace = t.exec.NewID()
+		}
+		c.Tag("workspace", a.workspace)
+		if c.CanElicit() {
+			src = taskInput{t, c}
+		}
+	case c.Era() == frontend.EraModern && c.CanElicit():
 		// The code may ask for input: the run must outlive this request
 		// (ask.go).
 		r, a := t.startRun(c, a)
 		return t.follow(ctx, c, a, r, rep)
-	}
-	var src workspace.InputSource = noInput{}
-	if c.Era() == frontend.EraLegacy {
+	case c.Era() == frontend.EraLegacy:
 		src = streamInput{t, c}
 	}
 	// The timeout bounds the run, not the wait for a busy workspace or a

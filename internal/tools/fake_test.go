@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"execd/internal/frontend"
+	"execd/internal/tasks"
 	"execd/internal/workspace"
 )
 
@@ -31,6 +32,9 @@ import (
 //	show N         → prints "drawn" and shows N 1x1 PNGs
 //	ask P          → asks the run's Input with the prompt P: the answer as
 //	                 result, or EOFError saying why there is none
+//	slow MS        → reports "3/10 loading", then after MS milliseconds
+//	                 result "done" (interrupted if cancelled first)
+//	slowthrow MS   → the same, ending with a TypeError
 //
 // Workspaces are the ids runs used; a workspace named "missing" never
 // exists. Checkpoints and forks are remembered.
@@ -105,6 +109,22 @@ func (f *fakeExec) Run(ctx context.Context, req workspace.Request) (workspace.Ou
 			time.Sleep(300 * time.Millisecond)
 		}
 		r.Value = str(`"done"`)
+	case strings.HasPrefix(code, "slow"):
+		var ms int
+		fmt.Sscan(strings.TrimPrefix(strings.TrimPrefix(code, "slowthrow"), "slow"), &ms)
+		if req.Sink != nil {
+			req.Sink.Progress(3, 10, "loading")
+		}
+		select {
+		case <-ctx.Done():
+			r.Status = workspace.StatusInterrupted
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+			r.Value = str(`"done"`)
+			if strings.HasPrefix(code, "slowthrow") {
+				r.Status, r.Value = workspace.StatusError, nil
+				r.Error = &workspace.GuestError{Type: "TypeError", Message: "x is not a function", Stack: "    at <eval> (cell:1)"}
+			}
+		}
 	case code == "block":
 		<-ctx.Done()
 		r.Status = workspace.StatusInterrupted
@@ -356,6 +376,7 @@ func testOptions() testConfig {
 			MaxStreamsPerPrincipal: 64,
 			ProgressHeartbeat:      30 * time.Second,
 			SessionIdleTTL:         time.Hour,
+			TaskAfter:              100 * time.Millisecond,
 		},
 		Languages:      []string{"javascript"},
 		MaxOutputBytes: 64 << 10,
@@ -365,6 +386,13 @@ func testOptions() testConfig {
 // newTestServer is the engine with execd's tools over ex, as cmd/execd
 // builds it.
 func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
+	if cfg.Options.Tasks == nil {
+		st, err := tasks.Open(tasks.Config{})
+		if err != nil {
+			panic(err)
+		}
+		cfg.Options.Tasks = st
+	}
 	s, err := frontend.New(cfg.Options)
 	if err != nil {
 		panic(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,8 +35,13 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/*
 //	-- await --         the answer of the request left running
 //	-- want --          follows await as it follows send
 //
+//	-- poll --          an HTTP request sent again and again (at most 10 s)
+//	                    until its answer no longer says "status":"working":
+//	                    a task's tasks/get; its want follows
+//
 // $SESSION stands for the Mcp-Session-Id the last initialize minted, $STATE
-// for the last requestState execd sealed (random in every process).
+// for the last requestState execd sealed, $TASK for the last taskId execd
+// minted (random in every process), and $TIME for a task's timestamps.
 type section struct {
 	name string
 	body string
@@ -121,14 +127,17 @@ func TestGolden(t *testing.T) {
 				switch sec.name {
 				case "send async":
 					running = append(running, startHTTP(t, ts.URL, st.fill(sec.body), session))
-				case "send", "await":
+				case "send", "await", "poll":
 					if i+1 >= len(secs) || secs[i+1].name != "want" {
 						t.Fatalf("section %d: %s without want", i, sec.name)
 					}
 					var got httpAnswer
-					if sec.name == "send" {
+					switch sec.name {
+					case "send":
 						got = doHTTP(t, ts.URL, st.fill(sec.body), session)
-					} else {
+					case "poll":
+						got = pollHTTP(t, ts.URL, st.fill(sec.body), session)
+					default:
 						if len(running) == 0 {
 							t.Fatalf("section %d: await without send async", i)
 						}
@@ -211,20 +220,40 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// stateSub hides the requestState execd seals (it differs in every
-// process) as $STATE, and puts the last one back into what is sent.
-type stateSub struct{ last string }
+// stateSub hides what differs in every process: the requestState execd
+// seals as $STATE and the taskId it mints as $TASK (the last of each is put
+// back into what is sent), a task's timestamps as $TIME.
+type stateSub struct {
+	last, task string
+	tasks      []string // every taskId seen
+}
 
-var requestStateRE = regexp.MustCompile(`"requestState":"([^"]+)"`)
+var (
+	requestStateRE = regexp.MustCompile(`"requestState":"([^"]+)"`)
+	taskIDRE       = regexp.MustCompile(`"taskId":"([0-9a-f]{32})"`)
+	taskTimeRE     = regexp.MustCompile(`"(createdAt|lastUpdatedAt)":"[^"]+"`)
+)
 
 func (st *stateSub) hide(s string) string {
-	return requestStateRE.ReplaceAllStringFunc(s, func(m string) string {
+	s = requestStateRE.ReplaceAllStringFunc(s, func(m string) string {
 		st.last = requestStateRE.FindStringSubmatch(m)[1]
 		return `"requestState":"$STATE"`
 	})
+	for _, m := range taskIDRE.FindAllStringSubmatch(s, -1) {
+		if !slices.Contains(st.tasks, m[1]) {
+			st.tasks = append(st.tasks, m[1])
+			st.task = m[1] // the newest
+		}
+	}
+	for _, id := range st.tasks {
+		s = strings.ReplaceAll(s, id, "$TASK")
+	}
+	return taskTimeRE.ReplaceAllString(s, `"$1":"$$TIME"`)
 }
 
-func (st *stateSub) fill(s string) string { return strings.ReplaceAll(s, "$STATE", st.last) }
+func (st *stateSub) fill(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "$STATE", st.last), "$TASK", st.task)
+}
 
 // asyncAnswer is a request left running (send async).
 type asyncAnswer struct {
@@ -376,6 +405,19 @@ func (a httpAnswer) render(want, session string) string {
 	b.WriteString("\n\n")
 	b.WriteString(strings.TrimRight(body, "\n"))
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// pollHTTP sends spec until its answer no longer says the task is working.
+func pollHTTP(t *testing.T, base, spec, session string) httpAnswer {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := doHTTP(t, base, spec, session)
+		if !strings.Contains(a.body, `"status":"working"`) || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func doHTTP(t *testing.T, base, spec, session string) httpAnswer {

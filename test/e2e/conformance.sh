@@ -3,8 +3,8 @@
 # (cmd/execd-conformance: execd's front end with the suites' fixture tools, prompts and
 # resources).
 #
-#   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next] [production]
-#                                         (default: the first three, against the fixtures)
+#   test/e2e/conformance.sh URL [legacy] [modern] [legacy-next] [tasks] [production]
+#                                         (default: the first four, against the fixtures)
 #
 #   legacy  @modelcontextprotocol/conformance@0.1.16, all scenarios (active + pending),
 #           2025-11-25 wire; baseline test/e2e/baseline-legacy.yml
@@ -16,6 +16,11 @@
 #           all scenarios: the legacy wire again with the newer suite, which adds
 #           server-session-lifecycle and schema-validates every message (wire-schema-valid);
 #           baseline test/e2e/baseline-legacy-next.yml
+#   tasks   @modelcontextprotocol/conformance@0.2.0-alpha.12's ten tasks-* scenarios (the
+#           io.modelcontextprotocol/tasks extension; `conformance list` marks them
+#           [extension], so --suite all leaves them out), one run each without --spec-version,
+#           against the fixtures (greet, slow_compute, failing_job, protocol_error_job,
+#           confirm_delete, multi_input, test_tool_with_task); no baseline: all must pass
 #   production  against bin/execd itself (no fixtures): the 0.2.0-alpha.12 scenarios that
 #           apply to a server without prompts or fixture tools, one by one, on both wires;
 #           caching's prompts check is in test/e2e/baseline-production.yml
@@ -36,7 +41,7 @@ if [ $# -lt 1 ]; then
 fi
 url="$1"; shift
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(legacy modern legacy-next)
+[ ${#suites[@]} -gt 0 ] || suites=(legacy modern legacy-next tasks)
 out="${E2E_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/execd-conformance.XXXXXX")}"
 mkdir -p "$out"
 suite_timeout="${E2E_CONFORMANCE_TIMEOUT:-900}"
@@ -71,7 +76,33 @@ production() {
   return $rc
 }
 
+# tasks URL: the tasks-* scenarios, one run each.
+tasks() {
+  local url="$1" sc rc=0 log
+  mkdir -p "$out/tasks"
+  for sc in tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal \
+      tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications \
+      tasks-required-task-error tasks-mrtr-composition; do
+    log="$out/tasks/$sc.log"
+    if NO_COLOR=1 FORCE_COLOR=0 timeout --kill-after=10 300 "$E2E_NODE" "$E2E_CONFORMANCE_MODERN/dist/index.js" server \
+        --url "$url" --scenario "$sc" -o "$out/tasks/$sc" >"$log" 2>&1 &&
+        ! sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -qE 'FAILURE|WARNING'; then
+      echo "  tasks $sc: passed ($(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -oE 'Passed: [0-9]+/[0-9]+'))"
+    else
+      rc=1
+      echo "  tasks $sc: FAILED"
+      sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E 'FAILURE|WARNING|^Error' | head -5
+    fi
+  done
+  return $rc
+}
+
 for suite in "${suites[@]}"; do
+  if [ "$suite" = tasks ]; then
+    echo "== conformance tasks (conformance 0.2.0-alpha.12, the tasks-* scenarios one by one) against $url"
+    if tasks "$url"; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "conformance tasks: FAILED"; fi
+    continue
+  fi
   if [ "$suite" = production ]; then
     echo "== conformance production (conformance 0.2.0-alpha.12, scenario by scenario) against $url"
     if production "$url"; then ok=$((ok + 1)); else bad=$((bad + 1)); echo "conformance production: FAILED"; fi

@@ -11,7 +11,8 @@
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
 #    rules no client exercises, Claude Code, Codex CLI and the Inspector against fake model
-#    APIs to check that text and images reach the model (clients.mjs), and the conformance
+#    APIs to check that text and images reach the model (clients.mjs), long runs as MCP tasks
+#    in Claude Code's interactive mode under a pseudo-terminal (claude_tasks.mjs), and the conformance
 #    suites (conformance.sh); the admin listener in headless Chromium (status.sh), traces
 #    into a loopback OTLP/HTTP receiver (otelcheck), and three instances behind nginx
 #    (scaleout.sh);
@@ -19,13 +20,13 @@
 #    (client checks, conformance suites) plus one for each step without counts.
 #
 # Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
-# wire session-ttl clients conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
+# wire session-ttl clients claude-tasks conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients conformance status otel scaleout}"
+only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients claude-tasks conformance status otel scaleout}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
@@ -233,6 +234,10 @@ if want session-ttl; then
   fi
 fi
 
+if want claude-tasks; then
+  echo "== Claude Code (interactive, under a pseudo-terminal): long runs as MCP tasks"
+  step claude-tasks timeout --kill-after=10 1200 "$E2E_NODE" "$here/claude_tasks.mjs" "$root/bin/execd"
+fi
 if want clients; then
   echo "== Claude Code, Codex CLI and the Inspector: does an image reach the model?"
   if start_server execd-clients "$root/bin/execd"; then
@@ -262,7 +267,7 @@ fi
 if want conformance; then
   echo "== start bin/execd-conformance"
   if start_fixtures execd-conformance "$root/bin/execd-conformance"; then
-    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next
+    step conformance env E2E_OUT="$out/conformance" "$here/conformance.sh" "$URL" legacy modern legacy-next tasks
     stop_server execd-conformance "${pids[-1]}"
   else
     record start-execd-conformance 1

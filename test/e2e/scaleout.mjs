@@ -124,6 +124,46 @@ if (mode === 'local') {
     }
     return `workspaces ${targets.join(', ')}`;
   });
+  await check('a task is polled and cancelled through nginx on the instance that runs it (routed by its id)', async () => {
+    const caps = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const post = async (method, params, name) => {
+      const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': V, 'mcp-method': method };
+      if (name) headers['mcp-name'] = name;
+      if (params.arguments?.workspace) headers['mcp-param-workspace'] = params.arguments.workspace;
+      const body = { jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': caps } } };
+      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+      const text = await res.text();
+      const data = text.startsWith('{') ? text : text.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).pop();
+      return JSON.parse(data);
+    };
+    const counts = [0, 0, 0];
+    for (let i = 0; i < 6; i++) {
+      // Named workspaces, and new ones (their id and the task's are both minted to route back).
+      const args = { language: 'javascript', code: 'const t0 = Date.now(); while (Date.now() - t0 < 1200) {} 6 * 7' };
+      if (i % 2) args.workspace = `spread-${i}`;
+      const made = await post('tools/call', { name: 'execute_code', arguments: args }, 'execute_code');
+      const id = made.result?.taskId;
+      assert(made.result?.resultType === 'task' && id, `call ${i} did not become a task: ${short(made)}`);
+      let last;
+      for (let n = 0; n < 100; n++) {
+        last = await post('tasks/get', { taskId: id }, id);
+        assert(last.result, `tasks/get ${n} of task ${i} was not routed to its instance: ${short(last)}`);
+        if (last.result.status !== 'working') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert(last.result.status === 'completed' && last.result.result?.structuredContent?.result === '42', `task ${i}: ${short(last)}`);
+      const ws = last.result.result.structuredContent.workspace;
+      counts[owner(ws)]++;
+    }
+    const busy = await post('tools/call', { name: 'execute_code', arguments: { language: 'javascript', code: 'while (true) {}' } }, 'execute_code');
+    const id = busy.result?.taskId;
+    assert(id, `busy call: ${short(busy)}`);
+    const ack = await post('tasks/cancel', { taskId: id }, id);
+    assert(ack.result?.resultType === 'complete', `tasks/cancel through nginx: ${short(ack)}`);
+    const after = await post('tasks/get', { taskId: id }, id);
+    assert(after.result?.status === 'cancelled', `after the cancel: ${short(after)}`);
+    return `tasks per instance ${counts.join(', ')}`;
+  });
   const down = owner('shared');
   await legacy.client.close();
   await phase(`stop ${down + 1}`);

@@ -45,6 +45,8 @@ config() {
 [server]
 listen = "127.0.0.1:${ports[$1]}"
 shutdown_grace = "2s"
+[protocol]
+task_after = "300ms"
 [workspace]
 data_dir = "$2"
 [cluster]
