@@ -397,6 +397,8 @@ func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
 	if err != nil {
 		panic(err)
 	}
+	// The store's sweeper ends with the server, as cmd/execd closes it.
+	context.AfterFunc(s.Detached(), cfg.Options.Tasks.Close)
 	if err := Register(s, Options{Executor: ex, Languages: cfg.Languages, RequestTimeout: cfg.RequestTimeout,
 		MaxOutputBytes: cfg.MaxOutputBytes, Logger: cfg.Logger}); err != nil {
 		panic(err)
