@@ -1,0 +1,71 @@
+// Package packages is packages on demand: the host side of JavaScript's
+// bare imports (npm packages) and Python's requirements (pure wheels). It
+// resolves versions, fetches with the host's own HTTP client from
+// packages.npm_registry and packages.python_index (never through the
+// sandboxes' network policy, internal/egress), verifies every download
+// against the hash its registry or index gives, unpacks it safely into a
+// content-addressed cache that every workspace reads, and describes the
+// workspace's packages in a lock that the caller keeps in the workspace,
+// so that a fork, a checkpoint or a restart gets the same versions.
+// RATIONALE.md says why it is built this way.
+//
+// Concurrency contract: a Service is safe for concurrent use; calls for
+// one workspace are expected one at a time, and calls for different
+// workspaces may run at once (two asking for the same package at once
+// unpack it once).
+//
+// # npm
+//
+// AddNPM takes specifiers ("dayjs", "zod@^3", "npm:@scope/pkg@1.2") and
+// reads ranges as npm does (^, ~, x, ||, hyphen ranges, npm's prerelease
+// rule; semver_test.go checks a table written by npm's own semver). It
+// picks versions as npm does (the "latest" tag when it satisfies, else the
+// highest version, deprecated ones last), fetches abbreviated packuments,
+// and places the tree as npm's hoisting does: breadth first, names in
+// order, each package as near the root as it can go without hiding
+// another one that a placed package already uses. Required peer
+// dependencies are installed like dependencies; optional dependencies that
+// fail are left out; git, file and URL dependencies and aliases are
+// refused. No package script ever runs.
+//
+// # The cache
+//
+// <cache_dir>/packages/<address>/ holds one package: pkg/ (its files, what
+// a sandbox reads) and meta.json (what the host read of it: sizes, entry
+// points). The address is the hash of the file it came from:
+// "sha512-<hex>" for an npm tarball (its dist.integrity), "sha256-<hex>"
+// for a wheel. An entry is unpacked into <cache_dir>/packages/.tmp and
+// renamed into place whole, so an entry that exists is complete and one
+// copy on disk serves every workspace. Unpacking refuses entries with ..,
+// absolute paths, or links pointing out of the package (links inside it
+// are skipped, as npm skips them), and stops at packages.max_package_bytes
+// of unpacked files whatever the archive declares.
+//
+// # The lock
+//
+// Lock is JSON, written by Marshal with sorted keys:
+//
+//	{
+//	  "lockfileVersion": 1,
+//	  "npm": {
+//	    "requires": {"dayjs": "^1.11.13"},
+//	    "packages": {
+//	      "node_modules/dayjs": {
+//	        "version": "1.11.13",
+//	        "resolved": "https://registry.npmjs.org/dayjs/-/dayjs-1.11.13.tgz",
+//	        "integrity": "sha512-…"
+//	      },
+//	      "node_modules/send/node_modules/ms": {"version": "2.1.3", "integrity": "sha512-…"}
+//	    }
+//	  }
+//	}
+//
+// npm.requires are the workspace's own dependencies (a name asked for
+// without a range is saved as ^version); npm.packages is keyed by place in
+// the tree as package-lock.json's "packages" is, each with its version,
+// the tarball's sha512 integrity, and its dependencies and
+// optionalDependencies as ranges. A lock lives in the workspace, where its
+// code can write anything: ParseLock checks every field, and execd never
+// fetches from a lock's "resolved" (only from the configured registry,
+// whose integrity must then be the lock's).
+package packages
