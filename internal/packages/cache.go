@@ -52,8 +52,9 @@ type entryMeta struct {
 	Module  string          `json:"module,omitempty"`
 	Exports json.RawMessage `json:"exports,omitempty"`
 	// Wheel is the wheel's file name; Requires its METADATA's Requires-Dist.
-	Wheel    string   `json:"wheel,omitempty"`
-	Requires []string `json:"requires,omitempty"`
+	Wheel          string   `json:"wheel,omitempty"`
+	Requires       []string `json:"requires,omitempty"`
+	RequiresPython string   `json:"requires_python,omitempty"`
 }
 
 func newStore(root string) (*store, error) {

@@ -28,6 +28,23 @@
 // fail are left out; git, file and URL dependencies and aliases are
 // refused. No package script ever runs.
 //
+// # Python
+//
+// AddPython takes PEP 508 requirements ("attrs", "attrs>=23,<25",
+// "rich[jupyter]==13.7.1"), reads the simple index (PEP 503 HTML or PEP
+// 691 JSON), takes only wheels tagged py3-none-any (or py2.py3, py3N up to
+// py311), follows each wheel's Requires-Dist with its markers evaluated for
+// the sandbox (CPython 3.11, sys_platform "wasi", os_name "posix",
+// platform_machine "wasm32"), and installs one version of each project.
+// A project with no pure wheel is refused with a message that says so;
+// two requirements no version satisfies together are a conflict that
+// names both. A requirement met after its project's version was chosen,
+// which that version does not satisfy, starts the resolution again with
+// the requirement known from the start; there is no deeper backtracking
+// (a conflict that only an older version of another project would avoid
+// is reported as a conflict). Hashes the index gives are checked; a file
+// it lists without one is pinned in the lock by its own sha256.
+//
 // # The cache
 //
 // <cache_dir>/packages/<address>/ holds one package: pkg/ (its files, what
@@ -57,6 +74,12 @@
 //	      },
 //	      "node_modules/send/node_modules/ms": {"version": "2.1.3", "integrity": "sha512-…"}
 //	    }
+//	  },
+//	  "python": {
+//	    "requires": ["attrs>=23"],
+//	    "packages": {
+//	      "attrs": {"version": "23.2.0", "wheel": "attrs-23.2.0-py3-none-any.whl", "sha256": "…"}
+//	    }
 //	  }
 //	}
 //
@@ -64,8 +87,12 @@
 // without a range is saved as ^version); npm.packages is keyed by place in
 // the tree as package-lock.json's "packages" is, each with its version,
 // the tarball's sha512 integrity, and its dependencies and
-// optionalDependencies as ranges. A lock lives in the workspace, where its
+// optionalDependencies as ranges. python.requires are the workspace's own
+// requirements as written; python.packages is keyed by normalized project
+// name (PEP 503), each with its version, wheel file name, the wheel's
+// sha256 and the names of the projects it requires in the sandbox. A
+// lock lives in the workspace, where its
 // code can write anything: ParseLock checks every field, and execd never
-// fetches from a lock's "resolved" (only from the configured registry,
-// whose integrity must then be the lock's).
+// fetches from a lock's "resolved" (only from the configured registry or
+// index, whose hash must then be the lock's).
 package packages

@@ -22,8 +22,9 @@ const (
 // The package documentation describes the JSON. A lock is a value: the
 // methods that change one return a new one.
 type Lock struct {
-	LockfileVersion int      `json:"lockfileVersion"`
-	NPM             *NPMLock `json:"npm,omitempty"`
+	LockfileVersion int         `json:"lockfileVersion"`
+	NPM             *NPMLock    `json:"npm,omitempty"`
+	Python          *PythonLock `json:"python,omitempty"`
 }
 
 // NPMLock is the npm part of a lock, shaped like package-lock.json's
@@ -50,9 +51,10 @@ type NPMLocked struct {
 // ParseLock reads a lock as Marshal wrote it. Everything is checked: the
 // lock is in the workspace, where the code can write it.
 func ParseLock(b []byte) (*Lock, error) {
-	bad := func(format string, args ...any) (*Lock, error) {
-		return nil, errorf(CodeInvalid, "", "the packages lock is not valid: "+format, args...)
+	invalid := func(format string, args ...any) error {
+		return errorf(CodeInvalid, "", "the packages lock is not valid: "+format, args...)
 	}
+	bad := func(format string, args ...any) (*Lock, error) { return nil, invalid(format, args...) }
 	if len(b) > maxLockBytes {
 		return bad("larger than %d bytes", maxLockBytes)
 	}
@@ -94,6 +96,11 @@ func ParseLock(b []byte) (*Lock, error) {
 					}
 				}
 			}
+		}
+	}
+	if l.Python != nil {
+		if err := l.Python.validate(invalid); err != nil {
+			return nil, err
 		}
 	}
 	return &l, nil

@@ -181,6 +181,11 @@ func (l *Lock) addresses(eco string) []string {
 			}
 		}
 	}
+	if eco != "pypi" && l.Python != nil {
+		for _, e := range l.Python.Packages {
+			out = append(out, "sha256-"+e.SHA256)
+		}
+	}
 	return out
 }
 
