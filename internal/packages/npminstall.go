@@ -111,6 +111,9 @@ func (s *Service) fetchAll(ctx context.Context, j *npmJob, lock *Lock) error {
 		declared[k] = v
 	}
 	for _, n := range j.nodes {
+		if n.declared > s.cfg.MaxPackageBytes {
+			return tooLarge(n.name+"@"+n.version, n.tarball, n.declared, s.cfg.MaxPackageBytes)
+		}
 		declared[n.key()] = n.declared
 	}
 	if err := s.checkTotal(declared); err != nil {
@@ -124,7 +127,18 @@ func (s *Service) fetchAll(ctx context.Context, j *npmJob, lock *Lock) error {
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// One fetch per package, however many places it has in the tree.
+	same := map[string][]*node{}
+	var firsts []*node
+	var keys []string
 	for _, n := range j.nodes {
+		k := n.name + "@" + n.version + " " + n.integrity
+		if same[k] == nil {
+			firsts, keys = append(firsts, n), append(keys, k)
+		}
+		same[k] = append(same[k], n)
+	}
+	for _, n := range firsts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -148,6 +162,11 @@ func (s *Service) fetchAll(ctx context.Context, j *npmJob, lock *Lock) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	for i, n := range firsts {
+		for _, o := range same[keys[i]] {
+			o.integrity, o.tarball, o.meta = n.integrity, n.tarball, n.meta
+		}
 	}
 	for _, n := range j.nodes {
 		bytes[n.key()] = n.meta.Bytes

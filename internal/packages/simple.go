@@ -67,7 +67,7 @@ func parseIndexPage(project, base string, mediaType string, b []byte) ([]indexFi
 		}
 		if f.sha256 != "" {
 			if _, ok := parseHexDigest("sha256", f.sha256); !ok {
-				return nil, errorf(CodeRegistry, project, "the index gives %s a sha256 that is not one: %q", f.filename, quoteShort(f.sha256))
+				return nil, errorf(CodeRegistry, project, "the index gives %s a sha256 that is not one: %s", f.filename, quoteShort(f.sha256))
 			}
 		}
 		out = append(out, f)
