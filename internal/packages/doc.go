@@ -95,4 +95,54 @@
 // code can write anything: ParseLock checks every field, and execd never
 // fetches from a lock's "resolved" (only from the configured registry or
 // index, whose hash must then be the lock's).
+//
+// # How a guest loader uses the result
+//
+// The caller keeps the lock in the workspace (Marshal's bytes, for
+// instance as /workspace/.execd/packages.lock.json) and mounts CacheDir
+// read-only in the sandbox (at, say, /packages); every Dir and Path
+// below is relative to that mount. When a workspace starts (new, forked,
+// restored, restarted), NPM and Python give its tree and paths from the
+// lock alone. When code asks for a package that is not there, AddNPM or
+// AddPython resolves it and returns the lock to write back.
+//
+// JavaScript: a bare specifier is a package name and a subpath
+// (ParseNPMSpec splits "@scope/pkg/sub" into "@scope/pkg" and "/sub";
+// Node's built-in modules, "node:fs" or "path", are the loader's to refuse
+// or provide before asking). The package is NPMTree.Root[name] for the
+// workspace's own code, and P.Deps[name] for a file under package P's Dir
+// (P is the package whose Dir the importing file is under); a name found
+// in neither is not installed. The file within the package's Dir:
+//
+//   - With Exports, only Exports counts. A string or an array is the
+//     target of "."; an object whose keys begin with "." maps subpaths
+//     ("." or "./sub"), and one whose keys do not is the conditions of
+//     ".". A subpath is looked up exactly, else under the longest key with
+//     one "*" whose prefix and suffix match it, the "*" replaced in the
+//     target by what it matched. A target is a "./" path, an array (the
+//     first that resolves), or an object of conditions tried in its own
+//     order: take "browser" (the sandbox has fetch, crypto, TextEncoder,
+//     not Node's modules, so a "node" build would fail), then "import" for
+//     import or "require" for require(), then "default". A null target, or
+//     a subpath not listed, is not exported: an error, as in Node.
+//   - Without Exports: "." is Module if set (an ES module entry), else
+//     Main, else "index.js"; "./sub" is that file. A path without an
+//     extension tries itself, then ".js", ".json", then "/index.js".
+//
+// A file's format: ".mjs" an ES module, ".cjs" CommonJS, ".json" JSON,
+// ".js" an ES module when Type is "module" and CommonJS otherwise.
+// CommonJS runs in a function of exports, require, module, __filename and
+// __dirname whose require resolves the same way with "require" in place of
+// "import". Imports from inside a package resolve against that package's
+// Deps, so each copy of a package sees the versions npm would give it.
+//
+// Python: add PythonEnv.Paths, joined to the mount, to sys.path in their
+// order, before the kit's dist-packages (a version the workspace asked
+// for wins over the kit's), then call importlib.invalidate_caches() in a
+// running interpreter. Each wheel has a directory of its own, so
+// namespace packages spread over several wheels work (PEP 420), and
+// importlib.metadata finds each wheel's .dist-info there. Nothing of an
+// installer runs: no .pth files, no console scripts, no compiled
+// bytecode (the mount is read-only; sys.dont_write_bytecode spares the
+// attempt).
 package packages
