@@ -35,6 +35,8 @@ func TestHostileTarballs(t *testing.T) {
 		{"dot-dot", []tarEntry{pj, {name: "package/../../escaped", body: "x"}}, CodeUnsafe, []string{"goes up"}},
 		{"absolute", []tarEntry{pj, {name: "/tmp/escaped", body: "x"}}, CodeUnsafe, []string{"absolute"}},
 		{"symlink out", []tarEntry{pj, {name: "package/link", typ: tar.TypeSymlink, link: "../../../etc/passwd"}}, CodeUnsafe, []string{"outside the package"}},
+		{"symlink just out", []tarEntry{pj, {name: "package/link", typ: tar.TypeSymlink, link: "../sibling"}}, CodeUnsafe, []string{"outside the package"}},
+		{"hardlink to another top", []tarEntry{pj, {name: "package/hard", typ: tar.TypeLink, link: "other"}}, CodeUnsafe, []string{"outside the package"}},
 		{"absolute symlink", []tarEntry{pj, {name: "package/link", typ: tar.TypeSymlink, link: "/etc/passwd"}}, CodeUnsafe, []string{"outside the package"}},
 		{"hardlink out", []tarEntry{pj, {name: "package/hard", typ: tar.TypeLink, link: "../etc/passwd"}}, CodeUnsafe, []string{"outside the package"}},
 		{"gzip bomb", []tarEntry{pj, {name: "package/zeros", body: zeros}}, CodeTooLarge, []string{"packages.max_package_bytes"}},

@@ -122,14 +122,18 @@ func (x *extractor) file(rel string, mode fs.FileMode, r io.Reader) error {
 // link checks a symbolic or hard link entry: one pointing out of the
 // package is refused; one inside it is skipped, as npm itself skips
 // links in package tarballs. hard is whether target is relative to the
-// archive's root (a hard link) rather than to the link's directory.
-func (x *extractor) link(rel, target string, hard bool) error {
+// archive's root (a hard link) rather than to the link's directory;
+// name is the entry as the archive names it, for the message.
+func (x *extractor) link(name, rel, target string, hard bool) error {
+	if rel == "" {
+		return x.unsafe(name, "is a link in place of the package itself")
+	}
 	t := target
 	if !hard {
 		t = path.Join(path.Dir(rel), target)
 	}
 	if strings.HasPrefix(target, "/") || t == ".." || strings.HasPrefix(t, "../") || strings.ContainsAny(target, "\x00\\") {
-		return x.unsafe(rel, "is a link to "+quoteShort(target)+", outside the package")
+		return x.unsafe(name, "is a link to "+quoteShort(target)+", outside the package")
 	}
 	x.linked++
 	return nil
@@ -185,13 +189,17 @@ func untarGz(r io.Reader, root, pkg string, max int64) (*extractor, error) {
 			}
 			err = x.dir(rel)
 		case tar.TypeSymlink:
-			err = x.link(h.Name, h.Linkname, false)
+			// Checked where it lands, the first part dropped: "package/l"
+			// linking to "../x" points out of the package.
+			err = x.link(h.Name, rel, h.Linkname, false)
 		case tar.TypeLink:
-			lt, _, lerr := entryPath(h.Linkname)
-			if lerr != nil {
+			// A hard link names its target from the archive's root.
+			lt, ok, lerr := entryPath(h.Linkname)
+			_, lt, _ = strings.Cut(lt, "/")
+			if lerr != nil || !ok || lt == "" {
 				return nil, x.unsafe(h.Name, "is a link to "+quoteShort(h.Linkname)+", outside the package")
 			}
-			err = x.link(h.Name, lt, true)
+			err = x.link(h.Name, rel, lt, true)
 		default:
 			continue // devices, FIFOs: nothing a package needs
 		}
@@ -261,7 +269,7 @@ func unzip(f io.ReaderAt, size int64, root, pkg string, max int64, rename func(s
 			if err != nil {
 				return nil, errorf(CodeUnsafe, pkg, "%s is not a valid zip file: %v", pkg, err)
 			}
-			if err := x.link(rel, target, false); err != nil {
+			if err := x.link(zf.Name, rel, target, false); err != nil {
 				return nil, err
 			}
 			continue
