@@ -219,12 +219,3 @@ func parseHexDigest(algo, h string) (digest, bool) {
 	return digest{algo, sum}, true
 }
 
-// parseAddress reads a cache address back into its digest: a lock names
-// entries this way, and a lock is the workspace's to write.
-func parseAddress(addr string) (digest, bool) {
-	algo, h, ok := strings.Cut(addr, "-")
-	if !ok || strings.ToLower(h) != h {
-		return digest{}, false
-	}
-	return parseHexDigest(algo, h)
-}

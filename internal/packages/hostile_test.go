@@ -32,7 +32,7 @@ func TestHostileTarballs(t *testing.T) {
 		code    Code
 		words   []string
 	}{
-		{"dot-dot", []tarEntry{pj, {name: "package/../../escaped", body: "x"}}, CodeUnsafe, []string{"goes up"}},
+		{"dot-dot", []tarEntry{pj, {name: "package/../../escaped", body: "x"}}, CodeUnsafe, []string{"goes up a directory"}},
 		{"absolute", []tarEntry{pj, {name: "/tmp/escaped", body: "x"}}, CodeUnsafe, []string{"absolute"}},
 		{"symlink out", []tarEntry{pj, {name: "package/link", typ: tar.TypeSymlink, link: "../../../etc/passwd"}}, CodeUnsafe, []string{"outside the package"}},
 		{"symlink just out", []tarEntry{pj, {name: "package/link", typ: tar.TypeSymlink, link: "../sibling"}}, CodeUnsafe, []string{"outside the package"}},
@@ -272,7 +272,7 @@ func TestHostileWheels(t *testing.T) {
 		code  Code
 		words []string
 	}{
-		{"dot-dot", rawEntry{name: "../../escaped.py", body: "x"}, CodeUnsafe, []string{"goes up"}},
+		{"dot-dot", rawEntry{name: "../../escaped.py", body: "x"}, CodeUnsafe, []string{"goes up a directory"}},
 		{"absolute", rawEntry{name: "/tmp/escaped.py", body: "x"}, CodeUnsafe, []string{"absolute"}},
 		{"backslash", rawEntry{name: `..\..\escaped.py`, body: "x"}, CodeUnsafe, []string{"backslash"}},
 		{"symlink out", rawEntry{name: "evil/link", body: "../../../etc/passwd", mode: fs.ModeSymlink | 0o777}, CodeUnsafe, []string{"outside the package"}},

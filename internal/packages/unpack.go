@@ -50,7 +50,7 @@ func entryPath(name string) (p string, ok bool, err error) {
 		case "", ".":
 			continue
 		case "..":
-			return "", false, errors.New("goes up with ..")
+			return "", false, errors.New("goes up a directory")
 		}
 		parts = append(parts, c)
 	}
@@ -178,7 +178,7 @@ func untarGz(r io.Reader, root, pkg string, max int64) (*extractor, error) {
 		}
 		_, rel, _ = strings.Cut(rel, "/") // the first part, "package"
 		switch h.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // archive/tar reads the old TypeRegA as TypeReg
 			if rel == "" {
 				continue
 			}
