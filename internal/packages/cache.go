@@ -218,4 +218,3 @@ func parseHexDigest(algo, h string) (digest, bool) {
 	}
 	return digest{algo, sum}, true
 }
-

@@ -60,13 +60,9 @@ func (f *fetcher) getBytes(ctx context.Context, pkg, url, accept string, ok func
 	return b, mt, nil
 }
 
-// getFile fetches url into a new file in dir, at most declared bytes when
-// declared is positive and never more than max_package_bytes, and returns
-// the file rewound. The caller removes it.
-func (f *fetcher) getFile(ctx context.Context, pkg, url, dir string, declared int64) (*os.File, error) {
-	if declared > f.maxBytes {
-		return nil, tooLarge(pkg, url, declared, f.maxBytes)
-	}
+// getFile fetches url into a new file in dir, never more than
+// max_package_bytes, and returns the file rewound. The caller removes it.
+func (f *fetcher) getFile(ctx context.Context, pkg, url, dir string) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	resp, err := f.do(ctx, pkg, url, "*/*")

@@ -252,7 +252,7 @@ func (s *Service) ensureNPM(ctx context.Context, j *npmJob, n *node) error {
 	if n.declared > s.cfg.MaxPackageBytes {
 		return tooLarge(id, n.tarball, n.declared, s.cfg.MaxPackageBytes)
 	}
-	f, err := s.fetch.getFile(ctx, id, n.tarball, filepath.Join(s.store.root, ".tmp"), 0)
+	f, err := s.fetch.getFile(ctx, id, n.tarball, filepath.Join(s.store.root, ".tmp"))
 	if err != nil {
 		return err
 	}

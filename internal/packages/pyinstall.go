@@ -202,11 +202,15 @@ func (j *pyJob) wheel(name string, f indexFile, lockSHA string) (*pyPick, error)
 		}
 	}
 	var m entryMeta
-	var addr string
-	if cached, ok := j.s.store.lookup("sha256-" + want); want != "" && ok {
-		m, addr = cached, "sha256-"+want
+	addr := "sha256-" + want
+	cached, ok := entryMeta{}, false
+	if want != "" {
+		cached, ok = j.s.store.lookup(addr)
+	}
+	if ok {
+		m = cached
 	} else {
-		file, err := j.s.fetch.getFile(j.ctx, f.filename, f.url, filepath.Join(j.s.store.root, ".tmp"), 0)
+		file, err := j.s.fetch.getFile(j.ctx, f.filename, f.url, filepath.Join(j.s.store.root, ".tmp"))
 		if err != nil {
 			return nil, err
 		}
