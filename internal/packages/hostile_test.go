@@ -365,6 +365,7 @@ func TestEditedLock(t *testing.T) {
 		`{"lockfileVersion": 1, "npm": {"requires": {"a": "git+https://example.com/a.git"}, "packages": {}}}`,
 		`{"lockfileVersion": 1, "npm": {"requires": {}, "packages": {"node_modules/a": {"version": "1.0.0", "integrity": "sha1-AAAAAAAAAAAAAAAAAAAAAAAAAAA="}}}}`,
 		`{"lockfileVersion": 1, "python": {"requires": [], "packages": {"numpy": {"version": "2.0", "wheel": "numpy-2.0-cp311-cp311-linux_x86_64.whl", "sha256": "` + strings.Repeat("0", 64) + `"}}}}`,
+		`{"lockfileVersion": 1, "python": {"requires": [], "packages": {"attrs": {"version": "99.0", "wheel": "attrs-23.2.0-py3-none-any.whl", "sha256": "` + strings.Repeat("0", 64) + `"}}}}`,
 		`{"lockfileVersion": 1, "surprise": true}`,
 	} {
 		if _, err := ParseLock([]byte(bad)); err == nil {

@@ -36,12 +36,13 @@ func (py *PythonLock) validate(invalid func(format string, args ...any) error) e
 		if normalizePyName(name) != name || !validPyName(name) {
 			return invalid("%q is not a normalized Python project name", name)
 		}
-		if _, ok := parsePyVersion(e.Version); !ok {
+		v, ok := parsePyVersion(e.Version)
+		if !ok {
 			return invalid("%s: %q is not a version", name, e.Version)
 		}
 		w, ok := parseWheelName(e.Wheel)
-		if !ok || w.name != name || !w.pure() {
-			return invalid("%s: %q is not a pure wheel of it", name, e.Wheel)
+		if !ok || w.name != name || !w.pure() || comparePy(w.version, v) != 0 {
+			return invalid("%s: %q is not a pure wheel of its version %s", name, e.Wheel, e.Version)
 		}
 		if _, ok := parseHexDigest("sha256", e.SHA256); !ok || strings.ToLower(e.SHA256) != e.SHA256 {
 			return invalid("%s: %q is not a sha256", name, e.SHA256)
