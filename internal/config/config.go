@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,6 +45,7 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	Cluster   Cluster   `toml:"cluster"`
 	Network   Network   `toml:"network"`
+	Packages  Packages  `toml:"packages"`
 }
 
 // Server is the HTTP listener.
@@ -161,6 +163,25 @@ type NetworkPrincipal struct {
 	Secrets []Secret `toml:"secrets"`
 }
 
+// Packages is packages on demand (internal/packages): npm packages and
+// pure-Python wheels the host fetches with its own HTTP client, never
+// through [network], verifies and unpacks into a cache under
+// sandbox.cache_dir that every workspace reads.
+type Packages struct {
+	NPM         bool   `toml:"npm"`
+	Python      bool   `toml:"python"`
+	NPMRegistry string `toml:"npm_registry"`
+	PythonIndex string `toml:"python_index"`
+	// Allow and Deny are name patterns ("*", "@scope/*", "npm:left-pad",
+	// "pypi:requests"); a package must match an Allow entry and no Deny
+	// entry, dependencies included.
+	Allow           []string `toml:"allow"`
+	Deny            []string `toml:"deny"`
+	MaxPackageBytes int64    `toml:"max_package_bytes"`
+	MaxTotalBytes   int64    `toml:"max_total_bytes"`
+	FetchTimeout    Duration `toml:"fetch_timeout"`
+}
+
 // Log configures the zap logger (always stderr).
 type Log struct {
 	Level  string `toml:"level"`
@@ -226,6 +247,17 @@ func Default() Config {
 			BytesPerMinute:        256 << 20,
 			MaxRedirects:          5,
 			MetricsHosts:          []string{},
+		},
+		Packages: Packages{
+			NPM:             true,
+			Python:          true,
+			NPMRegistry:     "https://registry.npmjs.org",
+			PythonIndex:     "https://pypi.org/simple",
+			Allow:           []string{"*"},
+			Deny:            []string{},
+			MaxPackageBytes: 64 << 20,
+			MaxTotalBytes:   512 << 20,
+			FetchTimeout:    Duration{60 * time.Second},
 		},
 	}
 }
@@ -400,6 +432,7 @@ func (c *Config) Validate() error {
 		bad("cluster.self", "is set without cluster.peers")
 	}
 	c.validateNetwork(bad)
+	c.validatePackages(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -464,4 +497,54 @@ func (c *Config) validateNetwork(bad func(key, format string, args ...any)) {
 			bad("network.principals", "a principal's name must not be empty")
 		}
 	}
+}
+
+// packagePattern is an allow or deny entry of [packages]: an optional
+// ecosystem, then a name in which * stands for any run of characters.
+var packagePattern = regexp.MustCompile(`^(npm:|pypi:)?[A-Za-z0-9@/._~*-]+$`)
+
+// validatePackages checks [packages]: the index URLs, the name patterns,
+// the sizes and the timeout.
+func (c *Config) validatePackages(bad func(key, format string, args ...any)) {
+	p := &c.Packages
+	for _, u := range []struct{ key, url string }{
+		{"packages.npm_registry", p.NPMRegistry}, {"packages.python_index", p.PythonIndex},
+	} {
+		if msg := checkIndexURL(u.url); msg != "" {
+			bad(u.key, "%s, got %q", msg, u.url)
+		}
+	}
+	for _, l := range []struct {
+		key      string
+		patterns []string
+	}{{"packages.allow", p.Allow}, {"packages.deny", p.Deny}} {
+		for _, pat := range l.patterns {
+			if !packagePattern.MatchString(pat) {
+				bad(l.key, "%q is not a package name pattern (e.g. \"*\", \"@scope/*\", \"npm:left-pad\", \"pypi:requests\")", pat)
+			}
+		}
+	}
+	if v := p.MaxPackageBytes; v < 1024 || v > 4<<30 {
+		bad("packages.max_package_bytes", "must be between 1024 and 4294967296 (4 GiB), got %d", v)
+	}
+	if v := p.MaxTotalBytes; v < p.MaxPackageBytes || v > 1<<40 {
+		bad("packages.max_total_bytes", "must be between packages.max_package_bytes (%d) and 1099511627776 (1 TiB), got %d", p.MaxPackageBytes, v)
+	}
+	if d := p.FetchTimeout.Duration; d < time.Second || d > time.Hour {
+		bad("packages.fetch_timeout", "must be between 1s and 1h, got %s", p.FetchTimeout)
+	}
+}
+
+// checkIndexURL says what is wrong with a registry or index URL, or "".
+func checkIndexURL(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return "want an http:// or https:// URL"
+	case u.User != nil:
+		return "must not hold credentials"
+	case u.RawQuery != "" || u.Fragment != "":
+		return "must not have a query or fragment"
+	}
+	return ""
 }

@@ -85,6 +85,15 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[network]\nalow = []", "network.alow"},
 		{"[[network.secrets]]\nname = \"A\"\nvalue = \"x\"", "network.secrets.value"},
 		{"[network.principals.a]\nallw = []", "network.principals.a.allw"},
+		{"[packages]\nnpm_registry = \"ftp://example.com\"", "packages.npm_registry"},
+		{"[packages]\npython_index = \"https://user:pw@example.com/simple\"", "packages.python_index"},
+		{"[packages]\npython_index = \"example.com/simple\"", "packages.python_index"},
+		{"[packages]\nallow = [\"left pad\"]", "packages.allow"},
+		{"[packages]\ndeny = [\"\"]", "packages.deny"},
+		{"[packages]\nmax_package_bytes = 10", "packages.max_package_bytes"},
+		{"[packages]\nmax_package_bytes = 2048\nmax_total_bytes = 1024", "packages.max_total_bytes"},
+		{"[packages]\nfetch_timeout = \"10ms\"", "packages.fetch_timeout"},
+		{"[packages]\npip = true", "packages.pip"},
 		{"nonsense", "config"},
 	} {
 		_, err := Parse(tc.text)
@@ -167,5 +176,26 @@ func TestTaskAfterZeroMeansNever(t *testing.T) {
 	}
 	if c.Protocol.TaskAfter.Duration != 0 || c.Protocol.MaxTasksPerPrincipal != 3 || c.Protocol.TaskTTL.Duration != time.Hour {
 		t.Errorf("protocol: %+v", c.Protocol)
+	}
+}
+
+func TestParsePackages(t *testing.T) {
+	c, err := Parse(`
+[packages]
+npm = false
+npm_registry = "http://127.0.0.1:4873/"
+allow = ["npm:@myorg/*", "pypi:attrs"]
+deny = ["*-evil"]
+max_package_bytes = 4096
+max_total_bytes = 8192
+fetch_timeout = "5s"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Packages
+	if p.NPM || !p.Python || p.NPMRegistry != "http://127.0.0.1:4873/" || len(p.Allow) != 2 || p.Deny[0] != "*-evil" ||
+		p.MaxPackageBytes != 4096 || p.MaxTotalBytes != 8192 || p.FetchTimeout.Duration != 5*time.Second {
+		t.Errorf("[packages] not read as written: %+v", p)
 	}
 }

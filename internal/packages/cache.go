@@ -1,0 +1,220 @@
+package packages
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// store is the content-addressed cache: <cache_dir>/packages/<address>/,
+// where the address is the hash of the file the package came from
+// ("sha512-<hex>" for npm tarballs, "sha256-<hex>" for wheels). Each entry
+// holds pkg/ (the unpacked files, what sandboxes read) and meta.json. An
+// entry is made in a temporary directory and renamed into place whole, so
+// an entry that exists is complete, and one copy serves every workspace.
+type store struct {
+	root string
+
+	mu       sync.Mutex
+	inflight map[string]*fill
+}
+
+type fill struct {
+	done chan struct{}
+	meta entryMeta
+	err  error
+}
+
+// entryMeta is an entry's meta.json: what the host knows of the files it
+// unpacked, so that nothing needs to trust the lock (which the workspace's
+// code can write) for sizes or entry points.
+type entryMeta struct {
+	Ecosystem string `json:"ecosystem"` // "npm" or "pypi"
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Bytes     int64  `json:"bytes"`
+	Files     int    `json:"files"`
+	// Integrity is the npm tarball's sha512 integrity (SRI).
+	Integrity string `json:"integrity,omitempty"`
+	// NPM package.json fields a loader follows.
+	Type    string          `json:"type,omitempty"`
+	Main    string          `json:"main,omitempty"`
+	Module  string          `json:"module,omitempty"`
+	Exports json.RawMessage `json:"exports,omitempty"`
+	// Wheel is the wheel's file name; Requires its METADATA's Requires-Dist.
+	Wheel          string   `json:"wheel,omitempty"`
+	Requires       []string `json:"requires,omitempty"`
+	RequiresPython string   `json:"requires_python,omitempty"`
+}
+
+func newStore(root string) (*store, error) {
+	if err := os.MkdirAll(filepath.Join(root, ".tmp"), 0o755); err != nil {
+		return nil, err
+	}
+	s := &store{root: root, inflight: map[string]*fill{}}
+	s.sweep(time.Now().Add(-time.Hour))
+	return s, nil
+}
+
+// sweep removes temporary directories older than before: what a process
+// that stopped while unpacking left behind.
+func (s *store) sweep(before time.Time) {
+	tmp := filepath.Join(s.root, ".tmp")
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.ModTime().Before(before) {
+			removeAll(filepath.Join(tmp, e.Name()))
+		}
+	}
+}
+
+// removeAll removes a tree whose files and directories may be read-only.
+func removeAll(dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}
+
+// pkgDir is where an entry's files are, relative to the store's root.
+func pkgDir(addr string) string { return addr + "/pkg" }
+
+// lookup reads an entry's meta, if the entry is there.
+func (s *store) lookup(addr string) (entryMeta, bool) {
+	b, err := os.ReadFile(filepath.Join(s.root, addr, "meta.json"))
+	if err != nil {
+		return entryMeta{}, false
+	}
+	var m entryMeta
+	if json.Unmarshal(b, &m) != nil {
+		return entryMeta{}, false
+	}
+	return m, true
+}
+
+// ensure returns the entry at addr, making it with build when it is not
+// there: build fills dir/pkg and returns the meta. Callers asking for the
+// same address at once share one build.
+func (s *store) ensure(addr string, build func(dir string) (entryMeta, error)) (entryMeta, error) {
+	if m, ok := s.lookup(addr); ok {
+		return m, nil
+	}
+	s.mu.Lock()
+	if f, ok := s.inflight[addr]; ok {
+		s.mu.Unlock()
+		<-f.done
+		return f.meta, f.err
+	}
+	f := &fill{done: make(chan struct{})}
+	s.inflight[addr] = f
+	s.mu.Unlock()
+	f.meta, f.err = s.create(addr, build)
+	s.mu.Lock()
+	delete(s.inflight, addr)
+	s.mu.Unlock()
+	close(f.done)
+	return f.meta, f.err
+}
+
+func (s *store) create(addr string, build func(dir string) (entryMeta, error)) (entryMeta, error) {
+	if m, ok := s.lookup(addr); ok { // made by another process meanwhile
+		return m, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(s.root, ".tmp"), addr+"-*")
+	if err != nil {
+		return entryMeta{}, err
+	}
+	defer removeAll(tmp) // a no-op once renamed
+	if err := os.Mkdir(filepath.Join(tmp, "pkg"), 0o755); err != nil {
+		return entryMeta{}, err
+	}
+	m, err := build(tmp)
+	if err != nil {
+		return entryMeta{}, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return entryMeta{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), b, 0o444); err != nil {
+		return entryMeta{}, err
+	}
+	if err := os.Rename(tmp, filepath.Join(s.root, addr)); err != nil {
+		if m2, ok := s.lookup(addr); ok { // another process won the rename
+			return m2, nil
+		}
+		return entryMeta{}, err
+	}
+	return m, nil
+}
+
+// digest is one hash of an integrity string.
+type digest struct {
+	algo string // sha512, sha384, sha256 or sha1
+	sum  []byte
+}
+
+func (d digest) hash() hash.Hash {
+	switch d.algo {
+	case "sha512":
+		return sha512.New()
+	case "sha384":
+		return sha512.New384()
+	case "sha256":
+		return sha256.New()
+	}
+	return sha1.New()
+}
+
+func (d digest) sri() string { return d.algo + "-" + base64.StdEncoding.EncodeToString(d.sum) }
+
+// address is the cache address of a file with this digest.
+func (d digest) address() string { return d.algo + "-" + hex.EncodeToString(d.sum) }
+
+var algoRank = map[string]int{"sha1": 1, "sha256": 2, "sha384": 3, "sha512": 4}
+var algoSize = map[string]int{"sha1": 20, "sha256": 32, "sha384": 48, "sha512": 64}
+
+// parseIntegrity reads a Subresource Integrity string ("sha512-<base64>",
+// possibly several separated by blanks, options after "?") and returns the
+// strongest hash it names.
+func parseIntegrity(s string) (digest, bool) {
+	var best digest
+	for _, f := range strings.Fields(s) {
+		algo, b64, ok := strings.Cut(f, "-")
+		if !ok || algoRank[algo] == 0 {
+			continue
+		}
+		b64, _, _ = strings.Cut(b64, "?")
+		sum, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(sum) != algoSize[algo] {
+			continue
+		}
+		if algoRank[algo] > algoRank[best.algo] {
+			best = digest{algo, sum}
+		}
+	}
+	return best, best.algo != ""
+}
+
+// parseHexDigest reads a hex digest ("sha256" and 64 hex digits, npm's
+// shasum and an index's #sha256=).
+func parseHexDigest(algo, h string) (digest, bool) {
+	sum, err := hex.DecodeString(h)
+	if err != nil || algoSize[algo] == 0 || len(sum) != algoSize[algo] {
+		return digest{}, false
+	}
+	return digest{algo, sum}, true
+}
