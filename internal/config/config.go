@@ -44,6 +44,9 @@ type Config struct {
 	Log       Log       `toml:"log"`
 	Cluster   Cluster   `toml:"cluster"`
 	Network   Network   `toml:"network"`
+	// Upstreams are the MCP servers sandboxed code may call ("code mode").
+	Upstreams []Upstream `toml:"upstream"`
+	CodeMode  CodeMode   `toml:"code_mode"`
 }
 
 // Server is the HTTP listener.
@@ -215,6 +218,7 @@ func Default() Config {
 			MaxRedirects:          5,
 			MetricsHosts:          []string{},
 		},
+		CodeMode: CodeMode{DescriptionBudget: 4096},
 	}
 }
 
@@ -268,6 +272,7 @@ func Parse(text string) (Config, error) {
 		}
 		return Config{}, fmt.Errorf("config: unknown key %s", strings.Join(keys, ", "))
 	}
+	cfg.fillUpstreamDefaults()
 	return cfg, cfg.Validate()
 }
 
@@ -376,6 +381,7 @@ func (c *Config) Validate() error {
 		bad("cluster.self", "is set without cluster.peers")
 	}
 	c.validateNetwork(bad)
+	c.validateUpstreams(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
