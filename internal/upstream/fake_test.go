@@ -128,4 +128,3 @@ func wantCode(t *testing.T, err error, code Code, parts ...string) {
 		}
 	}
 }
-
