@@ -266,8 +266,14 @@ func (s *server) watch(c *conn) {
 		if st := c.proc.exitStatus(); st != "" {
 			why = st
 		}
-	} else if err != nil {
-		why = clip(s.redacted(err.Error()), 200)
+	}
+	if err != nil && !c.byUs.Load() {
+		// The SDK ended the connection: over stdio, on what it could not
+		// read (the server then exits on EOF, which says nothing).
+		why = "the connection broke: " + clip(s.redacted(err.Error()), 200)
+		if c.proc != nil {
+			why = "it sent what is not JSON-RPC: " + clip(err.Error(), 200)
+		}
 	}
 	c.why = why
 	close(c.done)
