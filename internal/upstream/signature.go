@@ -150,10 +150,19 @@ func decodeSchema(raw json.RawMessage) map[string]any {
 // firstSentence is the first line of text up to its first ". ", at most n
 // bytes.
 func firstSentence(text string, n int) string {
-	text, _, _ = strings.Cut(strings.TrimSpace(text), "\n")
+	text = strings.TrimSpace(text)
+	if i := strings.IndexAny(text, "\r\n\u2028\u2029"); i >= 0 {
+		text = text[:i]
+	}
 	if i := strings.Index(text, ". "); i >= 0 {
 		text = text[:i+1]
 	}
+	text = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, text)
 	return clip(strings.TrimSpace(text), n)
 }
 
@@ -414,11 +423,19 @@ func literal(v any, py bool) string {
 	return string(b)
 }
 
+// jsKey is name as an object literal's key: bare when it is an
+// identifier (reserved words included, as JavaScript allows), else quoted.
 func jsKey(name string) string {
-	if identifier(name) {
-		return name
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$' || i > 0 && c >= '0' && c <= '9') {
+			return jsonString(name)
+		}
 	}
-	return jsonString(name)
+	if name == "" {
+		return `""`
+	}
+	return name
 }
 
 func jsonString(s string) string {
