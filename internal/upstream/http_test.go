@@ -144,7 +144,10 @@ func TestBearerErrorsNameTheKey(t *testing.T) {
 	up := func(b *config.UpstreamSecret) []config.Upstream {
 		return []config.Upstream{{Name: "web", URL: "http://127.0.0.1:1/mcp", Bearer: b, Allow: []string{"*"}}}
 	}
-	env := func(k string) (string, bool) { v, ok := map[string]string{"SHORT": "abc", "SPACE": "abc def ghi"}[k]; return v, ok }
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"SHORT": "abc", "SPACE": "abc def ghi"}[k]
+		return v, ok
+	}
 	for _, tc := range []struct {
 		b    config.UpstreamSecret
 		want string
