@@ -46,6 +46,9 @@ type Config struct {
 	Cluster   Cluster   `toml:"cluster"`
 	Network   Network   `toml:"network"`
 	Packages  Packages  `toml:"packages"`
+	// Upstreams are the MCP servers sandboxed code may call ("code mode").
+	Upstreams []Upstream `toml:"upstream"`
+	CodeMode  CodeMode   `toml:"code_mode"`
 }
 
 // Server is the HTTP listener.
@@ -259,6 +262,7 @@ func Default() Config {
 			MaxTotalBytes:   512 << 20,
 			FetchTimeout:    Duration{60 * time.Second},
 		},
+		CodeMode: CodeMode{DescriptionBudget: 4096},
 	}
 }
 
@@ -312,6 +316,7 @@ func Parse(text string) (Config, error) {
 		}
 		return Config{}, fmt.Errorf("config: unknown key %s", strings.Join(keys, ", "))
 	}
+	cfg.fillUpstreamDefaults()
 	return cfg, cfg.Validate()
 }
 
@@ -433,6 +438,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateNetwork(bad)
 	c.validatePackages(bad)
+	c.validateUpstreams(bad)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

