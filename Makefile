@@ -73,7 +73,13 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonscan:FuzzObj
 	./internal/frontend:FuzzSessionVerify:100000 ./internal/worker:FuzzEnvelope:60000 \
 	./internal/egress:FuzzTarget:130000 ./internal/egress:FuzzPattern:150000 \
 	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000 \
-	./internal/procstat:FuzzVmRSS:300000
+	./internal/procstat:FuzzVmRSS:300000 ./internal/worker:FuzzImageSize:30000 \
+	./internal/tasks:FuzzDecodeRecord:30000 ./internal/upstream:FuzzSignature:10000 \
+	./internal/upstream:FuzzIDScanner:20000 ./internal/packages:FuzzSemverRange:10000 \
+	./internal/packages:FuzzPackument:20000 ./internal/packages:FuzzIndexPage:20000 \
+	./internal/packages:FuzzMetadata:20000 ./internal/packages:FuzzMarker:30000 \
+	./internal/packages:FuzzRequirement:15000 ./internal/packages:FuzzUnpack:1000 \
+	./internal/packages:FuzzLock:500
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \
