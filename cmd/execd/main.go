@@ -177,10 +177,11 @@ func run() int {
 		MaxRunsPerPrincipal: cfg.Limits.MaxRunsPerPrincipal,
 		// Idle workspaces are hibernated before the engine's budget is full,
 		// so that a guest's growth finds room.
-		MemoryBudget: engine.MemoryBudget() / 10 * 9,
-		Observer:     obs.forWorkspaces(),
-		NewID:        newID,
-		Network:      func(principal, ws string) worker.Network { return net.Session(principal, ws) },
+		MemoryBudget:          engine.MemoryBudget() / 10 * 9,
+		MaxMemoryPerPrincipal: principalShare(cfg, engine.MemoryBudget()),
+		Observer:              obs.forWorkspaces(),
+		NewID:                 newID,
+		Network:               func(principal, ws string) worker.Network { return net.Session(principal, ws) },
 	}, workspace.EngineFactory(engine), log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
@@ -253,6 +254,20 @@ func run() int {
 		return serveStdio(srv, mgr, cfg, log, sigs)
 	}
 	return serveHTTP(srv, mgr, cfg, log, sigs)
+}
+
+// principalShare is the most of the memory budget one principal's live
+// interpreters may hold (limits.max_memory_per_principal_mib): half the
+// budget where tokens make several principals, the whole of it for the
+// one local principal, unless the configuration says.
+func principalShare(cfg config.Config, budget int64) int64 {
+	if n := cfg.Limits.MaxMemoryPerPrincipalMiB; n > 0 {
+		return int64(n) << 20
+	}
+	if cfg.Server.AuthTokensFile != "" {
+		return budget / 2
+	}
+	return 0
 }
 
 // frontendOptions maps the configuration onto the front end's options.

@@ -86,7 +86,9 @@ type Limits struct {
 	MaxOutputBytes    int      `toml:"max_output_bytes"`
 	MaxMemoryMiB      int      `toml:"max_memory_mib"`
 	MaxTotalMemoryMiB int      `toml:"max_total_memory_mib"`
-	MaxConcurrentRuns int      `toml:"max_concurrent_runs"`
+	// MaxMemoryPerPrincipalMiB: 0 means derived (see config.toml.example).
+	MaxMemoryPerPrincipalMiB int `toml:"max_memory_per_principal_mib"`
+	MaxConcurrentRuns        int `toml:"max_concurrent_runs"`
 	// MaxRunsPerPrincipal: 0 means max_concurrent_runs.
 	MaxRunsPerPrincipal int `toml:"max_runs_per_principal"`
 	MaxImageBytes       int `toml:"max_image_bytes"`
@@ -392,6 +394,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxMemoryMiB < 32 || c.Limits.MaxMemoryMiB > 4095 {
 		bad("limits.max_memory_mib", "must be between 32 and 4095, got %d", c.Limits.MaxMemoryMiB)
+	}
+	if n := c.Limits.MaxMemoryPerPrincipalMiB; n != 0 && n < 16 {
+		bad("limits.max_memory_per_principal_mib", "must be 0 (derived from the memory budget) or at least 16, got %d", n)
 	}
 	if c.Limits.MaxTotalMemoryMiB != 0 && c.Limits.MaxTotalMemoryMiB < 64 {
 		bad("limits.max_total_memory_mib", "must be 0 (derived from the machine) or at least 64, got %d", c.Limits.MaxTotalMemoryMiB)

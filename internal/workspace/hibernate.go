@@ -221,11 +221,18 @@ func (m *Manager) hibernateAll(ctx context.Context) int {
 
 // pickLRU takes the turn of the least recently used idle workspace with
 // live runners, or returns nil. The caller releases it with releaseClaim.
-func (m *Manager) pickLRU() *ws {
+func (m *Manager) pickLRU() *ws { return m.pickLRUOf("") }
+
+// pickLRUOf is pickLRU among the workspaces of the principal whose
+// directory is pdir ("": every principal's).
+func (m *Manager) pickLRUOf(pdir string) *ws {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var lru *ws
 	for _, w := range m.wss {
+		if pdir != "" && w.key.pdir != pdir {
+			continue
+		}
 		if len(w.runners) > 0 && !w.busy && (lru == nil || w.lastUsed.Before(lru.lastUsed)) {
 			lru = w
 		}
@@ -263,6 +270,50 @@ func (m *Manager) shed(enough func(freed int64) bool) int64 {
 }
 
 // heldBy is the memory w's live interpreters held after their last runs.
+// principalRoom makes the room a new interpreter of w's principal needs
+// within its share (Config.MaxMemoryPerPrincipal): while the principal's
+// live interpreters hold the share or more, its least recently used idle
+// workspace is hibernated; when every one of them is busy (running, or
+// its code waiting for input), the principal gets LimitReached, and no
+// other principal's workspace is touched.
+func (m *Manager) principalRoom(w *ws) error {
+	share := m.cfg.MaxMemoryPerPrincipal
+	if share <= 0 {
+		return nil
+	}
+	for {
+		held := m.heldByPrincipal(w.key.pdir)
+		if held < share {
+			return nil
+		}
+		lru := m.pickLRUOf(w.key.pdir)
+		if lru == nil {
+			return &Error{Code: LimitReached, Msg: fmt.Sprintf("this token's interpreters hold %d MiB, its share of the memory budget "+
+				"(limits.max_memory_per_principal_mib = %d), and all of them are running or waiting for input: "+
+				"let one finish, answer its input, or reset it, then call again; the code did not run", held>>20, share>>20)}
+		}
+		m.hibernate(context.Background(), lru, ReasonEvicted)
+		m.releaseClaim(lru)
+	}
+}
+
+// heldByPrincipal is the memory the live interpreters of the principal
+// whose directory is pdir hold.
+func (m *Manager) heldByPrincipal(pdir string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for k, w := range m.wss {
+		if k.pdir != pdir {
+			continue
+		}
+		for _, b := range w.mem {
+			n += b
+		}
+	}
+	return n
+}
+
 func (m *Manager) heldBy(w *ws) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

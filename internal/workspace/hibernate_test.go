@@ -526,3 +526,42 @@ func mkfifo(t *testing.T, p string) {
 		t.Fatal(err)
 	}
 }
+
+// A principal's live interpreters hold at most its share of the memory
+// budget: its own idle workspaces are hibernated to make room, and when
+// all of them are busy its next interpreter is refused, naming the key,
+// while another principal's calls go on.
+func TestPrincipalShareOfMemory(t *testing.T) {
+	f := newFakeFactory() // each runner holds 1 MiB
+	m := newTestManager(t, Config{MemoryBudget: 64 << 20, MaxMemoryPerPrincipal: 2 << 20, MaxConcurrentRuns: 8}, f)
+	run(t, m, "alice", "w0", "set x 1")
+	done := make(chan Outcome, 2)
+	for _, id := range []string{"w1", "w2"} {
+		go func() {
+			out, _ := m.Run(context.Background(), Request{Principal: "alice", Workspace: id, Language: "javascript", Code: "wait"})
+			done <- out
+		}()
+		<-f.started
+	}
+	_, err := m.Run(context.Background(), Request{Principal: "alice", Workspace: "w3", Language: "javascript", Code: "set y 1"})
+	var we *Error
+	if !errors.As(err, &we) || we.Code != LimitReached || !strings.Contains(we.Msg, "limits.max_memory_per_principal_mib") {
+		t.Fatalf("alice's third interpreter beyond her share: %v", err)
+	}
+	for _, id := range []string{"b0", "b1", "b2"} {
+		if out := run(t, m, "bob", id, "set x 1"); out.Result.Status != StatusOK {
+			t.Fatalf("bob's %s while alice's share is busy: %+v", id, out.Result)
+		}
+	}
+	f.release <- struct{}{}
+	f.release <- struct{}{}
+	<-done
+	<-done
+	if out := run(t, m, "alice", "w3", "set y 1"); out.Result.Status != StatusOK {
+		t.Fatalf("alice's w3 once her runs ended: %+v", out.Result)
+	}
+	// w0 was hibernated to make room within her share, not lost.
+	if out := run(t, m, "alice", "w0", "get x"); value(out.Result) != "1" || out.Result.Reset {
+		t.Fatalf("alice's w0: %+v", out)
+	}
+}

@@ -57,6 +57,12 @@ type Config struct {
 	// beyond it, idle workspaces are hibernated, least recently used first,
 	// after each run and on Reclaim. Zero means no budget.
 	MemoryBudget int64
+	// MaxMemoryPerPrincipal bounds the memory one principal's live
+	// interpreters hold together, busy ones (running, or waiting for
+	// input) included: beyond it the principal's own idle workspaces are
+	// hibernated, and when none is left its next interpreter is refused
+	// (LimitReached). Zero means no share beyond the budget.
+	MaxMemoryPerPrincipal int64
 	// Observer watches calls and workspaces (observe.go). Nil means
 	// nothing is observed.
 	Observer Observer
@@ -191,7 +197,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		return nil, errors.New("workspace: nil Factory")
 	}
 	if cfg.MaxWorkspaces < 0 || cfg.MaxDiskMiB < 0 || cfg.MaxConcurrentRuns < 0 || cfg.MaxRunsPerPrincipal < 0 ||
-		cfg.IdleTTL < 0 || cfg.HibernateAfter < 0 || cfg.MemoryBudget < 0 {
+		cfg.IdleTTL < 0 || cfg.HibernateAfter < 0 || cfg.MemoryBudget < 0 || cfg.MaxMemoryPerPrincipal < 0 {
 		return nil, errors.New("workspace: limits must not be negative")
 	}
 	if log == nil {

@@ -33,6 +33,9 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	if sink != nil && m.f.Compiling(lang) {
 		sink.Progress(0, 0, "waiting for the "+lang+" guest to compile")
 	}
+	if err := m.principalRoom(w); err != nil {
+		return nil, start{}, err
+	}
 	m.makeRoom(1)
 
 	var st start
