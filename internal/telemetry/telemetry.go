@@ -7,7 +7,8 @@
 // method, tool, era, transport, language and outcome, never code, output,
 // arguments, principals or tokens. Each request of sandboxed code is a
 // client span (host, port, method, status, outcome, bytes), never its
-// path, query or headers.
+// path, query or headers; so is each call of an upstream's tool (upstream,
+// tool, outcome), never its arguments or its answer.
 package telemetry
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -43,6 +45,7 @@ var (
 	_ frontend.Observer  = (*Tracer)(nil)
 	_ workspace.Observer = (*Tracer)(nil)
 	_ egress.Observer    = (*Tracer)(nil)
+	_ upstream.Observer  = (*Tracer)(nil)
 )
 
 // Enabled reports whether the environment asks for traces: an OTLP
@@ -184,6 +187,27 @@ func (t *Tracer) EgressStart(ctx context.Context, r egress.Start) (context.Conte
 		if d.Reason != "" {
 			span.SetAttributes(attribute.String("error.type", string(d.Reason)))
 			span.SetStatus(codes.Error, string(d.Outcome))
+		}
+		span.End()
+	}
+}
+
+// UpstreamCall implements upstream.Observer: a client span per call of an
+// upstream's tool by sandboxed code, child of the MCP request's span.
+func (t *Tracer) UpstreamCall(ctx context.Context, c upstream.CallInfo) (context.Context, func(upstream.CallEnd)) {
+	ctx, span := t.tracer.Start(ctx, "execd.upstream tools/call", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("mcp.method.name", "tools/call"),
+		attribute.String("gen_ai.tool.name", c.Tool),
+		attribute.String("execd.upstream", c.Upstream)))
+	return ctx, func(e upstream.CallEnd) {
+		span.SetAttributes(attribute.String("execd.outcome", string(e.Outcome)))
+		switch e.Outcome {
+		case upstream.OutcomeOK:
+		case upstream.OutcomeToolError:
+			span.SetStatus(codes.Error, string(e.Outcome))
+		default:
+			span.SetAttributes(attribute.String("error.type", string(e.Outcome)))
+			span.SetStatus(codes.Error, string(e.Outcome))
 		}
 		span.End()
 	}

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -9,6 +10,7 @@ import (
 
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -115,5 +117,38 @@ func TestEgressSpansAreChildrenOfTheRequest(t *testing.T) {
 	}
 	if refused.Status.Code.String() != "Error" {
 		t.Errorf("a refused request's span: %v", refused.Status)
+	}
+}
+
+func TestUpstreamSpansAreChildrenOfTheRequest(t *testing.T) {
+	tr, exp := testTracer()
+	ctx, end := tr.RequestStart(context.Background(), frontend.RequestInfo{Method: "tools/call", Tool: "execute_code"})
+	_, done := tr.UpstreamCall(ctx, upstream.CallInfo{Principal: "local", Upstream: "github", Tool: "create_issue"})
+	done(upstream.CallEnd{Outcome: upstream.OutcomeOK})
+	_, done = tr.UpstreamCall(ctx, upstream.CallInfo{Upstream: "github", Tool: "delete_repo"})
+	done(upstream.CallEnd{Outcome: upstream.CodeRefused})
+	end(frontend.RequestEnd{Outcome: "ok"})
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	ok, refused, req := spans[0], spans[1], spans[2]
+	if ok.Name != "execd.upstream tools/call" || ok.Parent.SpanID() != req.SpanContext.SpanID() || ok.SpanKind.String() != "client" {
+		t.Errorf("upstream span %s kind %s parent %s", ok.Name, ok.SpanKind, ok.Parent.SpanID())
+	}
+	attrs := map[string]string{}
+	for _, a := range ok.Attributes {
+		attrs[string(a.Key)] = a.Value.String()
+	}
+	if attrs["execd.upstream"] != "github" || attrs["gen_ai.tool.name"] != "create_issue" || attrs["execd.outcome"] != "ok" {
+		t.Errorf("attributes %v", attrs)
+	}
+	for k := range attrs {
+		if strings.Contains(k, "principal") {
+			t.Errorf("a span names the principal: %s", k)
+		}
+	}
+	if ok.Status.Code.String() == "Error" || refused.Status.Code.String() != "Error" {
+		t.Errorf("statuses: %v, %v", ok.Status, refused.Status)
 	}
 }

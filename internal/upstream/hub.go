@@ -8,8 +8,9 @@
 // max_calls_per_run, call_timeout and the size of their answers, relays
 // progress, cancels upstream what the caller gives up, and reports each
 // call to the log, the counters and an Observer. The client is the
-// official Go SDK (github.com/modelcontextprotocol/go-sdk). RATIONALE.md
-// says why it is built this way.
+// official Go SDK (github.com/modelcontextprotocol/go-sdk), wrapped at its
+// transport seams (RATIONALE.md, "Why the official Go SDK as the
+// client?"). RATIONALE.md says why it is built this way.
 //
 // Concurrency contract: a Hub and its Runs are safe for concurrent use;
 // one Run may make many calls at once.

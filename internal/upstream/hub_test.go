@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"execd/internal/config"
@@ -57,4 +59,49 @@ func TestArgumentsMustBeAnObject(t *testing.T) {
 	h := newHub(t, Options{}, fakeUpstream(t, "fake", nil))
 	_, err := h.NewRun("local", nil).Call(context.Background(), "fake", "echo", json.RawMessage(`[1]`), nil)
 	wantCode(t, err, CodeBadArguments, "tools.fake.echo", "one object")
+}
+
+// Many callers at once: the first need starts one process for all of
+// them, calls run side by side on it, and one Run counts them all.
+func TestConcurrentCalls(t *testing.T) {
+	h := newHub(t, Options{}, fakeUpstream(t, "fake", func(u *config.Upstream) { u.MaxCallsPerRun = 1000 }))
+	run := h.NewRun("local", nil)
+	const workers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				text := fmt.Sprintf("%d-%d", w, i)
+				res, err := run.Call(context.Background(), "fake", "echo", args(t, map[string]any{"text": text}), func(float64, float64, string) {})
+				if err != nil {
+					errs <- err
+				} else if res.Text != text {
+					errs <- fmt.Errorf("asked %q, got %q", text, res.Text)
+				}
+				_ = h.Status()
+				if i%10 == 0 {
+					_, _ = h.Tools(context.Background(), "local")
+					_ = h.Signatures("local", "python", 0)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if st := h.Status()[0]; st.Connects != 1 || st.Calls[OutcomeOK] != workers*each {
+		t.Errorf("status: %+v", st)
+	}
+	if n := run.Calls()["fake"]; n != workers*each {
+		t.Errorf("run.Calls: %d", n)
+	}
+	h.Close()
+	h.Close() // idempotent
+	_, err := run.Call(context.Background(), "fake", "echo", args(t, map[string]any{"text": "x"}), nil)
+	wantCode(t, err, CodeUnavailable, "shutting down")
 }

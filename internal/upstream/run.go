@@ -106,7 +106,11 @@ func (r *Run) Call(ctx context.Context, server, tool string, args json.RawMessag
 		outcome = OutcomeToolError
 	}
 	d := time.Since(start)
-	s.calls[outcome].Add(1)
+	n := s.calls[outcome]
+	if n == nil { // not an *Error: never expected, still counted
+		outcome, n = CodeUnavailable, s.calls[CodeUnavailable]
+	}
+	n.Add(1)
 	end(CallEnd{Outcome: outcome, Duration: d})
 	r.logCall(s, name, outcome, d)
 	return res, err

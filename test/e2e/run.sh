@@ -8,7 +8,8 @@
 # 2. builds bin/execd and bin/execd-conformance (cmd/execd-conformance: the front end with the
 #    conformance suites' fixture tools, prompts and resources);
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
-# 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), the
+# 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), internal/upstream's
+#    tests against server-everything (code mode's client, over stdio and streamable HTTP), the
 #    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
 #    rules no client exercises, Claude Code, Codex CLI and the Inspector against fake model
 #    APIs to check that text and images reach the model (clients.mjs), long runs as MCP tasks
@@ -19,14 +20,14 @@
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
-# Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio inspector
+# Environment: E2E_SKIP_BUILD=1 uses the existing binaries; E2E_ONLY="sdk stdio upstream inspector
 # wire session-ttl clients claude-tasks conformance status otel scaleout" picks steps (the default set); E2E_OUT keeps logs and results there (default: a temp dir,
 # kept on failure). Exits 1 if anything failed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-only="${E2E_ONLY:-sdk stdio inspector wire session-ttl clients claude-tasks conformance status otel scaleout}"
+only="${E2E_ONLY:-sdk stdio upstream inspector wire session-ttl clients claude-tasks conformance status otel scaleout}"
 
 passed=0; failed=0; failures=()
 record() { # record NAME RC: one step that has no counts of its own
@@ -205,6 +206,11 @@ fi
 if want stdio; then
   echo "== TypeScript SDK client over stdio (bin/execd -stdio)"
   step sdk-stdio timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_client.mjs" --stdio "$root/bin/execd" -stdio -config "$(write_config stdio)"
+fi
+if want upstream; then
+  # With E2E_NODE and E2E_SERVER_EVERYTHING set (setup.sh), these tests run rather than skip.
+  echo "== code mode's client: server-everything as an upstream over stdio and streamable HTTP"
+  step upstream timeout --kill-after=10 300 env -C "$root" go test -count=1 -v -run 'TestEverything' ./internal/upstream/
 fi
 if want wire; then
   echo "== wire checks over stdio (era pinning, modern cancel)"
