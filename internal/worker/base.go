@@ -223,7 +223,9 @@ func (e *Engine) loadBase(g *guest, p initParams, path string) (*base, error) {
 		return nil, err
 	}
 	defer f.Close()
-	img, err := ReadImage(f)
+	// The header is judged before the pages are read, by the memory limit
+	// (g, still being prepared, is checked below).
+	img, err := readImage(f, maxMemorySize/imagePage, func(img *Image) error { return e.checkImage(nil, img) })
 	if err != nil {
 		return nil, err
 	}

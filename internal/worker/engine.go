@@ -460,8 +460,8 @@ func (e *Engine) Restore(ctx context.Context, img *Image, opts WorkerOptions, cl
 	if err != nil {
 		return nil, err
 	}
-	if img.module != g.sum {
-		return nil, fmt.Errorf("%w: the %s image was made by module %x, this engine runs %x", ErrImageStale, img.lang, img.module[:6], g.sum[:6])
+	if err := e.checkImage(g, img); err != nil {
+		return nil, err
 	}
 	var b *base
 	if img.parent != ([32]byte{}) {

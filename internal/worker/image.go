@@ -142,13 +142,70 @@ func (img *Image) WriteTo(w io.Writer) (int64, error) {
 // ErrImageCorrupt (truncated, damaged or not an image) or ErrImageVersion
 // (a format this build does not read). Nothing is trusted before the
 // checksum matches, and what is read grows with the bytes that arrive, not
-// with the sizes a header claims.
+// with the sizes a header claims; but an intact image's pages are decoded
+// whatever memory it claims (up to 4 GiB). Engine.ReadImage judges the
+// header first.
 func ReadImage(r io.Reader) (*Image, error) {
-	return readImage(r, maxMemorySize/imagePage)
+	return readImage(r, maxMemorySize/imagePage, nil)
+}
+
+// ReadImage is the package's ReadImage for images to restore on this
+// engine: the header is judged by checkImage (the memory limit, and, once
+// the guest is compiled, its module and globals) before the payload is
+// read, so that an image the engine would refuse costs no more than its
+// header and a pass over its bytes, however much memory it claims. Such an
+// image's error wraps ErrImageStale when it is intact, ErrImageCorrupt
+// otherwise.
+func (e *Engine) ReadImage(r io.Reader) (*Image, error) {
+	return readImage(r, maxMemorySize/imagePage, func(img *Image) error {
+		var g *guest
+		if gg, ok := e.guests[img.lang]; ok {
+			select {
+			case <-gg.ready:
+				if gg.err == nil {
+					g = gg
+				}
+			default: // still compiling: Restore judges the rest
+			}
+		}
+		return e.checkImage(g, img)
+	})
+}
+
+// checkImage is why img cannot be restored on this engine, wrapping
+// ErrImageStale, or nil: more memory than Config.MemoryLimitMiB, and on
+// g's guest (when g is not nil) another module, a guest whose state is not
+// only memory and globals, or other globals. It is the one judge of an
+// image's header, for ReadImage before the pages are read and for Restore.
+func (e *Engine) checkImage(g *guest, img *Image) error {
+	if limit := uint64(e.cfg.MemoryLimitMiB) << 20; img.memSize > limit {
+		return fmt.Errorf("%w: the image holds %d MiB of memory, the limit is %d MiB", ErrImageStale, img.memSize>>20, limit>>20)
+	}
+	if g == nil {
+		return nil
+	}
+	if img.module != g.sum {
+		return fmt.Errorf("%w: the %s image was made by module %x, this engine runs %x", ErrImageStale, img.lang, img.module[:6], g.sum[:6])
+	}
+	if g.info.notImageable != "" {
+		return fmt.Errorf("%w: the %s guest's state is not only memory and globals (%s)", ErrImageStale, g.lang, g.info.notImageable)
+	}
+	if len(img.globals) != len(g.info.globals) {
+		return fmt.Errorf("%w: the image has %d globals, the module %d", ErrImageStale, len(img.globals), len(g.info.globals))
+	}
+	for i, gl := range img.globals {
+		if gl.typ != g.info.globals[i].typ {
+			return fmt.Errorf("%w: global %d has type 0x%02x, the module's 0x%02x", ErrImageStale, i, gl.typ, g.info.globals[i].typ)
+		}
+	}
+	return nil
 }
 
 // readImage is ReadImage for images of at most maxPages stored pages.
-func readImage(r io.Reader, maxPages uint64) (*Image, error) {
+// check, when not nil, judges the header before the payload is read; the
+// image it refuses is only checksummed, as it streams, to tell whether its
+// error or ErrImageCorrupt is returned.
+func readImage(r io.Reader, maxPages uint64, check func(*Image) error) (*Image, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrImageCorrupt, fmt.Sprintf(format, args...))
 	}
@@ -182,12 +239,23 @@ func readImage(r io.Reader, maxPages uint64) (*Image, error) {
 	if uint64(np) > maxPages || uint64(plen) > raw+raw/64+1024 {
 		return nil, corrupt("payload of %d bytes for %d pages", plen, np)
 	}
+	crc := crc32.Update(crc32.Checksum(pre[:], castagnoli), castagnoli, h)
+	if check != nil {
+		if err := check(img); err != nil {
+			if ok, err := intact(r, crc, plen); err != nil {
+				return nil, corrupt("truncated payload")
+			} else if !ok {
+				return nil, corrupt("checksum mismatch")
+			}
+			return nil, err
+		}
+	}
 	rest, err := readN(r, int64(plen)+4)
 	if err != nil {
 		return nil, corrupt("truncated payload")
 	}
 	payload := rest[:plen]
-	crc := crc32.Update(crc32.Update(crc32.Checksum(pre[:], castagnoli), castagnoli, h), castagnoli, payload)
+	crc = crc32.Update(crc, castagnoli, payload)
 	if got := binary.LittleEndian.Uint32(rest[plen:]); got != crc {
 		return nil, corrupt("checksum mismatch")
 	}
@@ -195,6 +263,26 @@ func readImage(r io.Reader, maxPages uint64) (*Image, error) {
 		return nil, corrupt("%v", err)
 	}
 	return img, nil
+}
+
+// intact reads the rest of an image, n bytes of payload and the CRC,
+// continuing crc over the payload as it streams (nothing is kept), and
+// reports whether the CRC matches.
+func intact(r io.Reader, crc uint32, n uint32) (bool, error) {
+	buf := make([]byte, 64<<10)
+	for left := int64(n); left > 0; {
+		k, err := io.ReadFull(r, buf[:min(left, int64(len(buf)))])
+		if err != nil {
+			return false, err
+		}
+		crc = crc32.Update(crc, castagnoli, buf[:k])
+		left -= int64(k)
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return false, err
+	}
+	return binary.LittleEndian.Uint32(sum[:]) == crc, nil
 }
 
 // readN reads exactly n bytes, allocating as they arrive.

@@ -539,16 +539,28 @@ func FuzzReadImage(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		check := func(b []byte) {
-			img, err := readImage(bytes.NewReader(b), 64)
+			img, err := readImage(bytes.NewReader(b), 64, nil)
 			if err != nil {
 				if !errors.Is(err, ErrImageCorrupt) && !errors.Is(err, ErrImageVersion) {
 					t.Fatalf("untyped error %v", err)
 				}
+				// A damaged or truncated image stays so whatever its judge says.
+				if msg := err.Error(); strings.Contains(msg, "checksum mismatch") || strings.Contains(msg, "truncated") {
+					if _, jerr := readImage(bytes.NewReader(b), 64, func(*Image) error { return ErrImageStale }); !errors.Is(jerr, ErrImageCorrupt) {
+						t.Fatalf("a damaged image, judged: %v (unjudged: %v)", jerr, err)
+					}
+				}
 				return
+			}
+			// A judge refusing the header gets its error back, the image
+			// being intact.
+			refuse := errors.New("refused")
+			if _, err := readImage(bytes.NewReader(b), 64, func(*Image) error { return refuse }); !errors.Is(err, refuse) {
+				t.Fatalf("an intact image refused by its judge: %v", err)
 			}
 			var out bytes.Buffer
 			img.WriteTo(&out)
-			again, err := readImage(&out, 64)
+			again, err := readImage(&out, 64, nil)
 			if err != nil {
 				t.Fatalf("re-encoded image does not decode: %v", err)
 			}

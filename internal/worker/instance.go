@@ -221,28 +221,14 @@ func (e *Engine) blankInstance(ctx context.Context, g *guest, opts WorkerOptions
 	return inst, nil
 }
 
-// restoreInstance makes an instance whose state is img's: a blank one, its
+// restoreInstance makes an instance whose state is img's (which
+// checkImage accepted, or one of g's base images): a blank one, its
 // memory grown to the image's size, b's pages
 // mapped copy-on-write under it, the image's own pages written over them,
 // its globals set and its clock continued. clone reseeds the guest's random
 // generators (when it exports execd_reseed). spare makes it for the spare
 // pool (spare.go): no budget check (the pool checked), no reclaim.
 func (e *Engine) restoreInstance(ctx context.Context, g *guest, img *Image, b *base, opts WorkerOptions, clone, spare bool) (*instance, error) {
-	if g.info.notImageable != "" {
-		return nil, fmt.Errorf("%w: the %s guest's state is not only memory and globals (%s)", ErrImageStale, g.lang, g.info.notImageable)
-	}
-	if len(img.globals) != len(g.info.globals) {
-		return nil, fmt.Errorf("%w: the image has %d globals, the module %d", ErrImageStale, len(img.globals), len(g.info.globals))
-	}
-	for i, gl := range img.globals {
-		if gl.typ != g.info.globals[i].typ {
-			return nil, fmt.Errorf("%w: global %d has type 0x%02x, the module's 0x%02x", ErrImageStale, i, gl.typ, g.info.globals[i].typ)
-		}
-	}
-	limit := uint64(e.cfg.MemoryLimitMiB) << 20
-	if img.memSize > limit {
-		return nil, fmt.Errorf("%w: the image holds %d MiB of memory, the limit is %d MiB", ErrImageStale, img.memSize>>20, limit>>20)
-	}
 	if !spare {
 		if err := e.budget.check(int64(img.memSize)); err != nil {
 			return nil, err

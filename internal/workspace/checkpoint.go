@@ -72,7 +72,7 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 				os.RemoveAll(tmp)
 			}
 		}()
-		if err := m.saveInterpreters(ctx, w, tmp, false); err != nil {
+		if err := m.saveInterpreters(ctx, w, tmp, w.key, false); err != nil {
 			return err
 		}
 		if err := guestfs.CopyTree(w.dir, filepath.Join(tmp, filesDirName)); err != nil {
@@ -107,11 +107,14 @@ func nextCheckpointName(existing []CheckpointInfo) string {
 }
 
 // saveInterpreters writes every language's interpreter state of w into
-// dir (images and notes): live ones by Snapshot, hibernated ones by sharing
-// their image file (images are only ever replaced, never changed in place).
+// dir (images and notes) for the workspace to (w's own for a checkpoint, a
+// fork's), its images bound to to: live ones by Snapshot, hibernated ones
+// by sharing their image file (images are only ever replaced, never
+// changed in place), or for another workspace by copying it with the new
+// binding (an image w cannot use itself gives the fork the same reason).
 // With clone the notes ask for fresh random seeds on restore. The caller
 // holds w's turn.
-func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, clone bool) error {
+func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, to key, clone bool) error {
 	rs, lastUsed := m.liveRunners(w)
 	withImage := noteSaved
 	if clone {
@@ -126,7 +129,7 @@ func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, clone
 				}
 				return &Error{Code: StartFailed, Err: err, Msg: fmt.Sprintf("could not save the %s interpreter: %v", lang, err)}
 			}
-			if _, err := writeImage(dir, lang, img, lastUsed); err != nil {
+			if _, err := writeImage(dir, binding{to, lang}, img, lastUsed); err != nil {
 				return stateError("could not write the "+lang+" interpreter's image", err)
 			}
 			if err := writeNote(dir, lang, withImage); err != nil {
@@ -137,10 +140,17 @@ func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, clone
 		n := readNote(w.state, lang)
 		switch {
 		case n.hasImage():
-			if err := guestfs.ShareFile(imagePath(w.state, lang), imagePath(dir, lang)); err != nil {
-				return stateError("could not copy the "+lang+" interpreter's image", err)
+			var err error
+			if to == w.key {
+				err = guestfs.ShareFile(imagePath(w.state, lang), imagePath(dir, lang))
+			} else {
+				err = rebindImage(w.state, binding{w.key, lang}, dir, binding{to, lang})
 			}
-			if clone {
+			if reason := imageReason(err); reason != "" {
+				n = note(reason)
+			} else if err != nil {
+				return stateError("could not copy the "+lang+" interpreter's image", err)
+			} else if clone {
 				n = noteClone
 			}
 			if err := writeNote(dir, lang, n); err != nil {
@@ -287,7 +297,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 			return stateError("could not create the fork", err)
 		}
 		defer os.RemoveAll(files)
-		if err := m.saveInterpreters(ctx, src, state, true); err != nil {
+		if err := m.saveInterpreters(ctx, src, state, t.key, true); err != nil {
 			return err
 		}
 		if err := os.Remove(files); err != nil {

@@ -348,3 +348,22 @@ func TestTimesSetThroughAHandleStayInTheirWorkspace(t *testing.T) {
 		t.Errorf("the checkpoint's copy has mtime %v", got)
 	}
 }
+
+// A fork of a hibernated workspace takes over its images bound to itself:
+// they restore in the fork, and the parent's stay the parent's.
+func TestForkOfAHibernatedWorkspace(t *testing.T) {
+	m := newTestManager(t, Config{}, newFakeFactory())
+	ctx := context.Background()
+	run(t, m, "p", "src", "set x js")
+	if err := m.Hibernate(ctx, "p", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Fork(ctx, "p", "src", "copy"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"copy", "src"} {
+		if out := run(t, m, "p", id, "get x"); value(out.Result) != "js" || out.Result.Reset || !out.Restored {
+			t.Errorf("%s: %+v", id, out)
+		}
+	}
+}

@@ -42,7 +42,7 @@ func (f engineFactory) NewRunner(ctx context.Context, lang string, disk Disk) (R
 }
 
 func (f engineFactory) ReadImage(r io.Reader) (Image, error) {
-	img, err := worker.ReadImage(r)
+	img, err := f.e.ReadImage(r)
 	if err != nil {
 		return nil, engineError(err)
 	}

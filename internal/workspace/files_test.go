@@ -284,8 +284,8 @@ func TestFilesThatAreNotRegularAreRefused(t *testing.T) {
 	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was replaced: %v, %v", st, err)
 	}
-	// Checkpoints and forks leave it out (copyTree copies files, links and
-	// directories only).
+	// Checkpoints and forks leave it out (guestfs.CopyTree copies files,
+	// links and directories only).
 	if _, err := m.Fork(ctx, "p", "w", "w2"); err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 		}
 		var size int64
 		if err == nil {
-			size, err = writeImage(w.state, lang, img, lastUsed)
+			size, err = writeImage(w.state, binding{w.key, lang}, img, lastUsed)
 			if err == nil {
 				err = writeNote(w.state, lang, noteSaved)
 			}

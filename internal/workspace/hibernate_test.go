@@ -136,7 +136,12 @@ func TestImagesThatCannotBeUsed(t *testing.T) {
 		}, ReasonImageCorrupt},
 		{"flipped byte", func(t *testing.T, f *fakeFactory, img string) {
 			b, _ := os.ReadFile(img)
-			b[len(b)-5] ^= 0x40
+			b[len(b)/2] ^= 0x40
+			os.WriteFile(img, b, 0o600)
+		}, ReasonImageCorrupt},
+		{"damaged binding", func(t *testing.T, f *fakeFactory, img string) {
+			b, _ := os.ReadFile(img)
+			b[len(b)-len(imageFileMagic)-3] ^= 0x01 // the language's last byte
 			os.WriteFile(img, b, 0o600)
 		}, ReasonImageCorrupt},
 		{"foreign header", func(t *testing.T, f *fakeFactory, img string) {

@@ -43,7 +43,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	switch {
 	case n.hasImage():
 		var err error
-		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w.state, lang, disk, n == noteClone) })
+		r, err = m.withRoom(func() (Runner, error) { return m.restoreImage(ctx, w, lang, disk, n == noteClone) })
 		if err != nil {
 			reason := imageReason(err)
 			if reason == "" {
@@ -120,9 +120,9 @@ func (m *Manager) withRoom(make func() (Runner, error)) (Runner, error) {
 	}
 }
 
-// restoreImage reads lang's image and restores a runner from it.
-func (m *Manager) restoreImage(ctx context.Context, state, lang string, disk Disk, clone bool) (Runner, error) {
-	img, err := readImage(m.f, state, lang)
+// restoreImage reads w's image of lang and restores a runner from it.
+func (m *Manager) restoreImage(ctx context.Context, w *ws, lang string, disk Disk, clone bool) (Runner, error) {
+	img, err := readImage(m.f, w.state, binding{w.key, lang})
 	if err != nil {
 		return nil, err
 	}

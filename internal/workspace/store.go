@@ -1,9 +1,7 @@
 package workspace
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +15,7 @@ import (
 // with the names in ~):
 //
 //	<principal>/<id>/                          the files, mounted at /workspace
-//	<principal>/~state/<id>/<lang>.img         a saved interpreter (worker encoding)
+//	<principal>/~state/<id>/<lang>.img         a saved interpreter (imagefile.go)
 //	<principal>/~state/<id>/<lang>.note        what became of that language's state
 //	<principal>/~state/<id>/checkpoints/<name>/{<lang>.img, <lang>.note, files/}
 //
@@ -110,46 +108,6 @@ func writeNote(stateDir, lang string, n note) error {
 		_, err := f.Write(b)
 		return err
 	})
-}
-
-// writeImage writes img to lang's image file atomically and durably, with
-// its modification time set to lastUsed (the idle clock of idle_ttl). It
-// returns the bytes written.
-func writeImage(stateDir, lang string, img Image, lastUsed time.Time) (int64, error) {
-	p := imagePath(stateDir, lang)
-	var n int64
-	err := atomicfile.Write(p, 0o600, atomicfile.Durable, func(f *os.File) error {
-		bw := bufio.NewWriterSize(f, 256<<10)
-		var err error
-		if n, err = img.WriteTo(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	})
-	if err != nil {
-		return 0, err
-	}
-	if !lastUsed.IsZero() {
-		_ = os.Chtimes(p, lastUsed, lastUsed)
-	}
-	return n, nil
-}
-
-// readImage decodes lang's image through the Factory. An image that is not
-// a regular file (a FIFO, a device) is corrupt, and never waited for.
-func readImage(f Factory, stateDir, lang string) (Image, error) {
-	file, err := atomicfile.Open(imagePath(stateDir, lang))
-	if err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("%w: the image file is missing", ErrImageCorrupt)
-		case errors.Is(err, atomicfile.ErrNotRegular):
-			return nil, fmt.Errorf("%w: %w", ErrImageCorrupt, err)
-		}
-		return nil, err
-	}
-	defer file.Close()
-	return f.ReadImage(bufio.NewReaderSize(file, 256<<10))
 }
 
 func ignoreMissing(err error) error {

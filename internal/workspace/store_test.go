@@ -51,7 +51,7 @@ func imageWriterChild(dir string) {
 	big := strings.Repeat("v", 256<<10)
 	for gen := 1; ; gen++ {
 		img := slowImage{&fakeImage{Build: "1", Lang: "javascript", Vars: map[string]string{"gen": strconv.Itoa(gen), "big": big}}}
-		if _, err := writeImage(dir, "javascript", img, time.Time{}); err != nil {
+		if _, err := writeImage(dir, binding{key{"p", "w"}, "javascript"}, img, time.Time{}); err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
@@ -88,7 +88,7 @@ func TestImageWriteSurvivesSIGKILL(t *testing.T) {
 		if last == 0 {
 			t.Fatalf("round %d: the child wrote nothing", round)
 		}
-		img, err := readImage(f, dir, "javascript")
+		img, err := readImage(f, dir, binding{key{"p", "w"}, "javascript"})
 		if err != nil {
 			t.Fatalf("round %d: after SIGKILL the image is broken: %v", round, err)
 		}
