@@ -79,7 +79,7 @@ FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonscan:FuzzObj
 	./internal/packages:FuzzPackument:20000 ./internal/packages:FuzzIndexPage:20000 \
 	./internal/packages:FuzzMetadata:20000 ./internal/packages:FuzzMarker:30000 \
 	./internal/packages:FuzzRequirement:15000 ./internal/packages:FuzzUnpack:1000 \
-	./internal/packages:FuzzLock:500
+	./internal/packages:FuzzLock:500 ./internal/workspace:FuzzReadBinding:30000
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \
