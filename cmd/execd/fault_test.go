@@ -146,13 +146,12 @@ func (p *probe) settleGoroutines(what string, base int) {
 }
 
 // rssSlackKiB bounds RSS after a hostile run, once the workspace is gone.
-// Measured (make guests; max_memory_mib = 128): idle 55-70 MiB; a memory bomb
-// drives RSS to ~470 MiB (linear memory grows by copying, and the Go heap
-// holds the old and new copies until a collection); after the workspace is
-// deleted and a GC runs, the scavenger returns it within a few seconds and
-// RSS is back within ~5 MiB of the baseline. 64 MiB is generous for
-// allocator noise, yet a sandbox leaked per hostile call (128 MiB of linear
-// memory each, ~3x that in RSS at its peak) cannot hide under it.
+// A memory bomb holds up to max_memory_mib (128 here) of linear memory, kept
+// outside the Go heap and not copied as it grows, until its workspace is
+// deleted, when it is given back within seconds: RSS is back within a few
+// MiB of the baseline (about 120 MiB, both guests compiled). 64 MiB is generous for
+// allocator noise, yet a sandbox leaked per hostile call (up to 128 MiB
+// each) cannot hide under it for long.
 const rssSlackKiB = 64 << 10
 
 // settleRSS polls (bounded), collecting garbage each time, until RSS is

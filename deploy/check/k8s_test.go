@@ -19,13 +19,16 @@ import (
 )
 
 // Memory figures the manifests are sized with (statefulset.yaml explains the
-// sum): execd's own footprint, one idle JavaScript and one idle Python
-// interpreter per workspace, and the peak of a sandbox growing to
-// limits.max_memory_mib (SECURITY.md, "memory bomb").
+// sum; deploy/README.md, "Sizing memory", has the measurements): execd's own
+// footprint with both guests compiled, one idle JavaScript and one idle
+// Python interpreter per workspace before they are trimmed, a sandbox
+// growing to limits.max_memory_mib (memory is not copied as it grows), and
+// execd's heap while one workspace grown that far is saved or restored.
 const (
-	baseMiB          = 80
-	idleWorkspaceMiB = 3.5 + 8.5
-	growthPeakFactor = 3.5
+	baseMiB              = 170
+	idleWorkspaceMiB     = 0.7 + 3.8
+	growthPeakFactor     = 1
+	imageTransientFactor = 4
 )
 
 // pod is everything the checks read from the manifests at once.
@@ -327,12 +330,12 @@ func TestResourcesFitTheConfig(t *testing.T) {
 	}
 	mib := func(q resource.Quantity) float64 { return q.AsApproximateFloat64() / (1 << 20) }
 	idle := baseMiB + float64(p.cfg.Workspace.MaxWorkspaces)*idleWorkspaceMiB
-	peaks := float64(p.cfg.Limits.MaxConcurrentRuns) * growthPeakFactor * float64(p.cfg.Limits.MaxMemoryMiB)
+	peaks := (float64(p.cfg.Limits.MaxConcurrentRuns)*growthPeakFactor + imageTransientFactor) * float64(p.cfg.Limits.MaxMemoryMiB)
 	if r := mib(req[corev1.ResourceMemory]); r < idle {
 		t.Errorf("memory request %.0f MiB below base + idle interpreters = %.0f MiB", r, idle)
 	}
 	if l := mib(lim[corev1.ResourceMemory]); l < idle+peaks {
-		t.Errorf("memory limit %.0f MiB below base + idle interpreters + growth peaks = %.0f MiB", l, idle+peaks)
+		t.Errorf("memory limit %.0f MiB below base + idle interpreters + growth peaks and an image's save = %.0f MiB", l, idle+peaks)
 	}
 }
 
