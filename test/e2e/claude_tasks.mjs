@@ -20,6 +20,7 @@
 // recordings and each scenario's terminal output.
 
 import http from 'node:http';
+import { sendMessage } from './fake_messages.mjs';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,26 +91,7 @@ function anthropic(model) {
       const n = ++seq;
       const turn = tool ? model(body, tool, `toolu_e2e_${n}`) : { text: 'ok' };
       const block = turn.input ? { type: 'tool_use', id: `toolu_e2e_${n}`, name: tool.name, input: turn.input } : { type: 'text', text: turn.text };
-      const msg = { id: `msg_e2e_${n}`, type: 'message', role: 'assistant', model: body.model ?? 'fake', content: [block],
-        stop_reason: block.type === 'text' ? 'end_turn' : 'tool_use', stop_sequence: null, usage: { input_tokens: 100, output_tokens: 10 } };
-      if (!body.stream) {
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(msg));
-        return;
-      }
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-      const ev = (type, d) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...d })}\n\n`);
-      ev('message_start', { message: { ...msg, content: [], stop_reason: null } });
-      if (block.type === 'text') {
-        ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
-        ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: block.text } });
-      } else {
-        ev('content_block_start', { index: 0, content_block: { ...block, input: {} } });
-        ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
-      }
-      ev('content_block_stop', { index: 0 });
-      ev('message_delta', { delta: { stop_reason: msg.stop_reason, stop_sequence: null }, usage: { output_tokens: 10 } });
-      ev('message_stop', {});
-      res.end();
+      sendMessage(res, body, `msg_e2e_${n}`, block);
     });
   });
   return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve({ srv, requests, port: srv.address().port })));
