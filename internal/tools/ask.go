@@ -308,12 +308,18 @@ func (t *tools) expire(r *liveRun) {
 	t.log.Info("input not answered in time; the run goes on without it", zap.String("workspace", r.workspace),
 		zap.Duration("input_timeout", t.srv.InputTimeout()))
 	r.ask.answer <- workspace.InputAnswer{Status: workspace.InputTimedOut}
+	r.answerRest(workspace.InputTimedOut)
+}
+
+// answerRest answers every later question of r with status, and drops its
+// result, in the background: nobody follows r any more.
+func (r *liveRun) answerRest(status workspace.InputStatus) {
 	go func() {
 		for ev := range r.events {
 			if ev.ask == nil {
 				return
 			}
-			ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputTimedOut}
+			ev.ask.answer <- workspace.InputAnswer{Status: status}
 		}
 	}()
 }
@@ -327,14 +333,7 @@ func (t *tools) endParked(principal, ws, what string) {
 	for _, r := range t.paused.takeIn(principal, ws) {
 		t.log.Info("a run waiting for input ended: its workspace is being "+what, zap.String("workspace", ws))
 		r.cancel(fmt.Errorf("the workspace was %s while its code waited for input", what))
-		go func() {
-			for ev := range r.events {
-				if ev.ask == nil {
-					return
-				}
-				ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputEOF}
-			}
-		}()
+		r.answerRest(workspace.InputEOF)
 	}
 }
 
