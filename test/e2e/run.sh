@@ -10,10 +10,11 @@
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), internal/upstream's
 #    tests against server-everything (code mode's client, over stdio and streamable HTTP), the
-#    Inspector CLI in the legacy, auto and modern eras, wire checks (wire_checks.mjs) for
-#    rules no client exercises, Claude Code, Codex CLI and the Inspector against fake model
-#    APIs to check that text and images reach the model (clients.mjs), long runs as MCP tasks
-#    in Claude Code's interactive mode under a pseudo-terminal (claude_tasks.mjs), and the conformance
+#    Inspector CLI in the legacy, auto and modern eras, long runs as tasks through the Inspector's
+#    mcpdo in the legacy and modern eras (inspector_tasks.mjs, a server with task_after = 1s),
+#    wire checks (wire_checks.mjs) for rules no client exercises, Claude Code, Codex CLI and the
+#    Inspector against fake model APIs to check that text and images reach the model
+#    (clients.mjs), long runs as MCP tasks in Claude Code's interactive mode under a pseudo-terminal (claude_tasks.mjs), and the conformance
 #    suites (conformance.sh); the admin listener in headless Chromium (status.sh), traces
 #    into a loopback OTLP/HTTP receiver (otelcheck), and three instances behind nginx
 #    (scaleout.sh);
@@ -200,6 +201,17 @@ if want sdk || want inspector || want wire; then
     stop_server execd "${pids[-1]}"
   else
     record start-execd 1
+  fi
+fi
+
+if want inspector; then
+  echo "== start bin/execd with protocol.task_after = 1s"
+  if start_server execd-tasks "$root/bin/execd" "" 'task_after = "1s"'; then
+    echo "== Inspector (mcpdo): long runs as tasks in the legacy and modern eras"
+    step inspector-tasks timeout --kill-after=10 600 "$E2E_NODE" "$here/inspector_tasks.mjs" "$URL" "$out/execd-tasks-data"
+    stop_server execd-tasks "${pids[-1]}"
+  else
+    record start-execd-tasks 1
   fi
 fi
 
