@@ -14,10 +14,10 @@
 #    mcpdo in the legacy and modern eras (inspector_tasks.mjs, a server with task_after = 1s),
 #    wire checks (wire_checks.mjs) for rules no client exercises, Claude Code, Codex CLI and the
 #    Inspector against fake model APIs to check that text and images reach the model
-#    (clients.mjs), long runs as MCP tasks in Claude Code's interactive mode under a pseudo-terminal (claude_tasks.mjs), and the conformance
-#    suites (conformance.sh); the admin listener in headless Chromium (status.sh), traces
-#    into a loopback OTLP/HTTP receiver (otelcheck), and three instances behind nginx
-#    (scaleout.sh);
+#    (clients.mjs), long runs as MCP tasks in Claude Code's interactive mode under a
+#    pseudo-terminal (claude_tasks.mjs), and the conformance suites (conformance.sh); the admin
+#    listener in headless Chromium (status.sh), traces into a loopback OTLP/HTTP receiver
+#    (otelcheck), and three instances behind nginx (scaleout.sh);
 # 5. stops the servers and ends with "N passed, N failed": the sum of the steps' own counts
 #    (client checks, conformance suites) plus one for each step without counts.
 #
