@@ -230,11 +230,13 @@ if want wire; then
 fi
 
 if want wire; then
-  echo "== start bin/execd with bearer tokens"
+  # A small memory budget and share, so that alice's input() waits reach her share quickly
+  # (wire_checks.mjs --auth: bob's calls in both eras succeed meanwhile).
+  echo "== start bin/execd with bearer tokens (a 64 MiB memory budget, 32 MiB a principal)"
   tok_a="e2e-alice-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
   tok_b="e2e-bob-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
   printf '# principal token\nalice %s\nbob %s\n' "$tok_a" "$tok_b" >"$out/tokens"
-  if start_server execd-auth "$root/bin/execd" "$(printf '[server]\nauth_tokens_file = "%s"' "$out/tokens")"; then
+  if start_server execd-auth "$root/bin/execd" "$(printf '[server]\nauth_tokens_file = "%s"\n\n[limits]\nmax_total_memory_mib = 64\nmax_memory_per_principal_mib = 32' "$out/tokens")"; then
     step wire-auth timeout --kill-after=10 120 "$E2E_NODE" "$here/wire_checks.mjs" --auth "$URL" "$tok_a" "$tok_b"
     stop_server execd-auth "${pids[-1]}"
   else

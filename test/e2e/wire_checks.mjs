@@ -1,10 +1,14 @@
 // Wire-level checks of execd for rules that no client or conformance suite here exercises:
 // modern-era cancellation (HTTP stream close, stdio notifications/cancelled), stdio era
-// pinning, legacy session end, per-call timeouts.
+// pinning, legacy session end, per-call timeouts, and (--auth) two principals: one token's
+// parked input() waits stop at its share of the memory budget, in both eras, while the other
+// token's calls go on.
 //
 //   node wire_checks.mjs --http URL
 //   node wire_checks.mjs --stdio BIN [ARGS...]
-//   node wire_checks.mjs --auth URL TOKEN_A TOKEN_B   (a server with server.auth_tokens_file)
+//   node wire_checks.mjs --auth URL TOKEN_A TOKEN_B   (a server with server.auth_tokens_file, and
+//                                                    limits.max_total_memory_mib = 64 and
+//                                                    limits.max_memory_per_principal_mib = 32)
 //   node wire_checks.mjs --session-ttl URL TTL_MS     (a server with protocol.session_idle_ttl)
 //
 // Every wait is bounded. Ends with "N passed, N failed"; exits 1 on any failure.
@@ -209,12 +213,159 @@ async function authChecks(url, tokenA, tokenB) {
   });
 }
 
-async function legacySession(url) {
-  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'wire', version: '1' } } });
+// --- one principal's input() waits and another's calls (a principal's share of the memory) ---
+
+const ELICIT = { elicitation: { form: {} } };
+const PARK_TRIES = 60; // well past what a 32 MiB share holds (JavaScript: ~2.8 MiB a wait)
+const SHARE_KEY = 'limits.max_memory_per_principal_mib';
+
+// sseMessages: the complete events of an SSE buffer, parsed.
+function sseMessages(buf) {
+  const events = buf.split(/\r?\n\r?\n/);
+  events.pop(); // the part after the last blank line is not complete yet
+  return parseBody(events.join('\n\n') + '\n\n', 'text/event-stream');
+}
+
+// legacyPark posts a legacy tools/call on session h and reads its stream until the code asks
+// for input (elicitation/create: {id, elicit, stream}, the stream left open) or the call is
+// answered ({id, result}).
+async function legacyPark(url, h, ws, code) {
+  const id = nextId++;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), 20_000);
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...h },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: { code, language: 'javascript', workspace: ws } } }),
+    signal: ac.signal,
+  });
+  assert(res.status === 200, `legacy tools/call in ${ws}: HTTP ${res.status}`);
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    clearTimeout(timer);
+    const msgs = parseBody(await res.text(), res.headers.get('content-type'));
+    return { id, result: msgs.find((m) => m.id === id)?.result };
+  }
+  const stream = { reader: res.body.getReader(), buf: '', ac, timer };
+  const dec = new TextDecoder();
+  for (;;) {
+    const { value, done } = await stream.reader.read();
+    assert(!done, `legacy tools/call in ${ws}: the stream ended with neither a question nor a result: ${short(stream.buf)}`);
+    stream.buf += dec.decode(value, { stream: true });
+    const msgs = sseMessages(stream.buf);
+    const elicit = msgs.find((m) => m.method === 'elicitation/create');
+    if (elicit) {
+      clearTimeout(timer);
+      return { id, elicit, stream };
+    }
+    const fin = msgs.find((m) => m.id === id && m.method === undefined);
+    if (fin) {
+      clearTimeout(timer);
+      ac.abort();
+      return { id, result: fin.result };
+    }
+  }
+}
+
+// legacyFinish reads a parked call's stream to its result.
+async function legacyFinish(p) {
+  const dec = new TextDecoder();
+  const timer = setTimeout(() => p.stream.ac.abort(), 20_000);
+  try {
+    for (;;) {
+      const fin = sseMessages(p.stream.buf).find((m) => m.id === p.id && m.method === undefined);
+      if (fin) return fin.result;
+      const { value, done } = await p.stream.reader.read();
+      assert(!done, `the stream of call ${p.id} ended without its result: ${short(p.stream.buf)}`);
+      p.stream.buf += dec.decode(value, { stream: true });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const refusedForShare = (res) =>
+  res?.isError === true && res.structuredContent?.status === 'error' && String(res.structuredContent?.error).includes(SHARE_KEY);
+
+// shareChecks: alice parks input() waits, one workspace each, until execd refuses her next
+// interpreter with an error naming limits.max_memory_per_principal_mib; meanwhile bob's calls
+// (JavaScript and Python, both eras) succeed. Then alice's waits are answered and resume. The
+// server runs with a small budget (max_total_memory_mib = 64, a 32 MiB share): without the share
+// alice's waits would fill it and bob's calls would fail.
+async function shareChecks(url, tokenA, tokenB) {
+  const bearer = (t) => ({ authorization: `Bearer ${t}` });
+  const stamp = Date.now().toString(36);
+  let bobSession;
+  const bobCalls = async (phase) => {
+    bobSession ??= { ...(await legacySession(url, ELICIT, bearer(tokenB))), ...bearer(tokenB) };
+    for (const [lang, code, want] of [['javascript', '6*7', '42'], ['python', 'sum(range(10))', '45']]) {
+      const ws = `bob-${lang}-${stamp}`;
+      const m = finalResult(await modernCall(url, { code, language: lang, workspace: ws }, { headers: bearer(tokenB) }), `bob's modern ${lang} call ${phase}`);
+      assert(!m.isError && m.structuredContent?.result === want, `bob's modern ${lang} call ${phase}: ${short(m.structuredContent)}`);
+    }
+    const l = await post(url, { jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: 'execute_code', arguments: { code: '"bob" + 1', language: 'javascript', workspace: `bob-legacy-${stamp}` } } }, bobSession);
+    const lr = finalResult(l, `bob's legacy call ${phase}`);
+    assert(!lr.isError && lr.structuredContent?.result === '"bob1"', `bob's legacy call ${phase}: ${short(lr.structuredContent)}`);
+  };
+
+  await check(`2026-07-28: alice's input() waits stop at her share (the refusal names ${SHARE_KEY}); bob's calls in both eras succeed; alice's answered waits resume`, async () => {
+    const parked = [];
+    let refusal;
+    for (let i = 0; i < PARK_TRIES && !refusal; i++) {
+      const args = { code: `"got " + prompt("m${i}")`, language: 'javascript', workspace: `alice-m${i}-${stamp}` };
+      const res = finalResult(await modernCall(url, args, { headers: bearer(tokenA), meta: { 'io.modelcontextprotocol/clientCapabilities': ELICIT } }), `alice's wait ${i}`);
+      if (res.resultType === 'input_required') {
+        assert(res.inputRequests?.input?.method === 'elicitation/create' && typeof res.requestState === 'string', `alice's wait ${i}: ${short(res)}`);
+        parked.push({ args, state: res.requestState });
+      } else {
+        refusal = res;
+      }
+    }
+    assert(refusal, `alice parked ${parked.length} input() waits and none was refused`);
+    assert(parked.length >= 2, `alice was refused after ${parked.length} waits: ${short(refusal)}`);
+    await bobCalls(`while alice's ${parked.length} waits are parked`);
+    assert(refusedForShare(refusal), `alice's wait ${parked.length} was not refused for her share: ${short(refusal)}`);
+    console.log(`  alice parked ${parked.length} waits; the next was refused: ${refusal.structuredContent.error}`);
+    for (const [i, p] of parked.entries()) {
+      const id = nextId++;
+      const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'execute_code', arguments: p.args, _meta: { ...META, 'io.modelcontextprotocol/clientCapabilities': ELICIT }, requestState: p.state, inputResponses: { input: { action: 'accept', content: { value: `a${i}` } } } } };
+      const res = finalResult(await post(url, body, { ...modernHeaders('tools/call', 'execute_code', p.args.workspace), ...bearer(tokenA) }), `alice's answer ${i}`);
+      assert(res.resultType === 'complete' && res.structuredContent?.result === `"got a${i}"`, `alice's wait ${i} after its answer: ${short(res)}`);
+    }
+  });
+
+  await check(`2025-11-25: alice's input() waits (elicitation/create on open streams) stop at her share (the refusal names ${SHARE_KEY}); bob's calls in both eras succeed; answered, the waits resume`, async () => {
+    const aliceSession = { ...(await legacySession(url, ELICIT, bearer(tokenA))), ...bearer(tokenA) };
+    const parked = [];
+    let refusal;
+    try {
+      for (let i = 0; i < PARK_TRIES && !refusal; i++) {
+        const p = await legacyPark(url, aliceSession, `alice-l${i}-${stamp}`, `"got " + prompt("l${i}")`);
+        if (p.elicit) parked.push(p);
+        else refusal = p.result;
+      }
+      assert(refusal, `alice parked ${parked.length} legacy input() waits and none was refused`);
+      assert(parked.length >= 2, `alice was refused after ${parked.length} legacy waits: ${short(refusal)}`);
+      await bobCalls(`while alice's ${parked.length} legacy waits are parked`);
+      assert(refusedForShare(refusal), `alice's legacy wait ${parked.length} was not refused for her share: ${short(refusal)}`);
+      console.log(`  alice parked ${parked.length} legacy waits; the next was refused`);
+      for (const [i, p] of parked.entries()) {
+        const a = await post(url, { jsonrpc: '2.0', id: p.elicit.id, result: { action: 'accept', content: { value: `b${i}` } } }, aliceSession);
+        assert(a.status === 202, `alice's answer ${i}: HTTP ${a.status}`);
+        const res = await legacyFinish(p);
+        assert(!res?.isError && res?.structuredContent?.result === `"got b${i}"`, `alice's legacy wait ${i} after its answer: ${short(res)}`);
+      }
+    } finally {
+      for (const p of parked) p.stream.ac.abort();
+    }
+  });
+}
+
+async function legacySession(url, capabilities = {}, headers = {}) {
+  const init = await post(url, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities, clientInfo: { name: 'wire', version: '1' } } }, headers);
   const sid = init.headers.get('mcp-session-id');
   assert(init.status === 200 && sid, `initialize: HTTP ${init.status}`);
   const h = { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
-  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, h);
+  await post(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...h, ...headers });
   return h;
 }
 
@@ -370,7 +521,10 @@ async function stdioChecks(bin, args) {
 }
 
 if (mode === '--http') await httpChecks(argv[1]);
-else if (mode === '--auth') await authChecks(argv[1], argv[2], argv[3]);
+else if (mode === '--auth') {
+  await authChecks(argv[1], argv[2], argv[3]);
+  await shareChecks(argv[1], argv[2], argv[3]);
+}
 else if (mode === '--session-ttl') await sessionTTLChecks(argv[1], Number(argv[2]));
 else await stdioChecks(argv[1], argv.slice(2));
 
