@@ -204,124 +204,131 @@ const taskOf = (r) => r.json?.task;
 
 // --- the checks --------------------------------------------------------------------------------
 
-for (const era of ['legacy', 'modern']) {
-  const run = `${era}-run`;
-  const ctl = `${era}-ctl`;
-  const stamp = Date.now().toString(36);
-  const ws = `${era}-gate-${stamp}`;
-  const wsLoop = `${era}-loop-${stamp}`;
-  const marker = `GATE-OPEN-${era}`;
-  let gateTask;
+try {
+  for (const era of ['legacy', 'modern']) {
+    const run = `${era}-run`;
+    const ctl = `${era}-ctl`;
+    const stamp = Date.now().toString(36);
+    const ws = `${era}-gate-${stamp}`;
+    const wsLoop = `${era}-loop-${stamp}`;
+    const marker = `GATE-OPEN-${era}`;
+    let gateTask;
 
-  const connected = await check(`${era}: connect (the proxy sees ${era === 'legacy' ? 'initialize 2025-11-25' : 'server/discover, then 2026-07-28 requests'})`, async () => {
-    for (const conn of [run, ctl]) {
-      const from = log.length;
-      const r = await mcpdo(['--config', servers, '--format', 'json', 'connect', conn]);
-      assert(r.code === 0 && r.json?.protocolEra === era, `connect ${conn}: ${said(r)}`);
-      const rpcs = log.slice(from).map((e) => e.rpc).filter(Boolean);
-      if (era === 'legacy') {
-        const init = log.slice(from).find((e) => e.rpc === 'initialize');
-        assert(init?.msg?.params?.protocolVersion === '2025-11-25', `${conn}: no initialize with 2025-11-25: ${short(rpcs)}`);
-      } else {
-        assert(rpcs.includes('server/discover') && !rpcs.includes('initialize'), `${conn}: ${short(rpcs)}`);
+    const connected = await check(`${era}: connect (the proxy sees ${era === 'legacy' ? 'initialize 2025-11-25' : 'server/discover, then 2026-07-28 requests'})`, async () => {
+      for (const conn of [run, ctl]) {
+        const from = log.length;
+        const r = await mcpdo(['--config', servers, '--format', 'json', 'connect', conn]);
+        assert(r.code === 0 && r.json?.protocolEra === era, `connect ${conn}: ${said(r)}`);
+        const rpcs = log.slice(from).map((e) => e.rpc).filter(Boolean);
+        if (era === 'legacy') {
+          const init = log.slice(from).find((e) => e.rpc === 'initialize');
+          assert(init?.msg?.params?.protocolVersion === '2025-11-25', `${conn}: no initialize with 2025-11-25: ${short(rpcs)}`);
+        } else {
+          assert(rpcs.includes('server/discover') && !rpcs.includes('initialize'), `${conn}: ${short(rpcs)}`);
+        }
       }
-    }
-  });
-
-  if (!connected) continue; // the checks below need both connections
-
-  await check(`${era}: a long execute_code becomes a task; tasks/get shows it working with its progress, then completed; tasks/result returns the cell's output`, async () => {
-    const gate = join(dataDir, 'local', ws, 'go');
-    const bg = callInBackground(era, run, { code: gateCell(marker), language: 'python', workspace: ws });
-    const { id, call } = await bg.taskId();
-    gateTask = id;
-    if (era === 'legacy') {
-      assert(call.msg.params.task && typeof call.msg.params.task === 'object', `the legacy tools/call carried no params.task: ${short(call.msg.params)}`);
-    } else {
-      const caps = call.msg.params._meta?.['io.modelcontextprotocol/clientCapabilities'];
-      assert(caps?.extensions?.['io.modelcontextprotocol/tasks'], `the modern tools/call did not declare the tasks extension: ${short(call.msg.params._meta)}`);
-      assert(/"resultType":"task"/.test(call.response), `the modern tools/call was not answered with a task: ${short(call.response)}`);
-    }
-    // working, with the cell's progress (the gate is still closed, so the run cannot have ended)
-    let working;
-    for (const t0 = Date.now(); Date.now() - t0 < 30_000; await sleep(100)) {
-      const r = await on(ctl, 'tasks/get', id);
-      assert(r.code === 0, `tasks/get ${id}: ${said(r)}`);
-      working = taskOf(r);
-      assert(working?.taskId === id && working.status === 'working', `tasks/get before the gate opened: ${short(r.json)}`);
-      if (/waiting for the gate \d+/.test(working.statusMessage ?? '')) break;
-    }
-    assert(/waiting for the gate \d+/.test(working?.statusMessage ?? ''), `statusMessage never carried the cell's progress: ${short(working)}`);
-
-    writeFileSync(gate, '');
-    const done = await bg.run;
-    assert(done.code === 0, `the task's tools/call: ${said(done)}`);
-    assert(done.json?.structuredContent?.stdout === `${marker} True\n` && done.json?.structuredContent?.result === '42',
-      `the task's tools/call result is not the cell's: ${short(done.json)}`);
-
-    const g = await on(ctl, 'tasks/get', id);
-    assert(g.code === 0 && taskOf(g)?.status === 'completed', `tasks/get after the run: ${said(g)}`);
-    const from = log.length;
-    const res = await on(ctl, 'tasks/result', id);
-    // Legacy has tasks/result; the extension has none: the result is inline in tasks/get.
-    const sent = log.slice(from).filter((e) => e.rpc?.startsWith('tasks/'));
-    const want = era === 'legacy' ? 'tasks/result' : 'tasks/get';
-    assert(sent.some((e) => e.rpc === want && e.msg.params?.taskId === id), `the CLI's tasks/result sent no ${want} for ${id}: ${short(sent.map((e) => e.rpc))}`);
-    assert(res.code === 0, `tasks/result ${id}: ${said(res)}`);
-    const sc = res.json?.structuredContent;
-    assert(sc?.stdout === `${marker} True\n` && sc?.result === '42' && sc?.status === 'ok' && res.json?.isError === false,
-      `tasks/result is not the cell's result: ${short(res.json)}`);
-    const text = res.json?.content?.find((c) => c.type === 'text')?.text ?? '';
-    assert(text.includes(marker), `tasks/result's text content lacks the output: ${short(res.json?.content)}`);
-  });
-
-  await check(`${era}: tasks/cancel stops a running task; tasks/get says cancelled; the workspace keeps its variables and answers at once`, async () => {
-    const bg = callInBackground(era, run, { code: loopCell, language: 'python', workspace: wsLoop });
-    const { id } = await bg.taskId();
-    let seen;
-    for (const t0 = Date.now(); Date.now() - t0 < 30_000 && !seen; await sleep(100)) {
-      const t = taskOf(await on(ctl, 'tasks/get', id));
-      if (/looping \d+/.test(t?.statusMessage ?? '')) seen = t;
-    }
-    assert(seen?.status === 'working', `the looping task never reported its progress as working: ${short(seen)}`);
-
-    const from = log.length;
-    const c = await on(ctl, 'tasks/cancel', id);
-    assert(c.code === 0 && c.json?.cancelled === true && c.json?.taskId === id, `tasks/cancel: ${said(c)}`);
-    const sent = log.slice(from).find((e) => e.rpc === 'tasks/cancel');
-    assert(sent?.msg.params?.taskId === id && sent.status === 200, `no tasks/cancel for ${id} answered 200 on the wire: ${short(sent)}`);
-    if (era === 'modern') assert(sent.name === id, `tasks/cancel's Mcp-Name is ${short(sent.name)}, not the task id`);
-    const g = await on(ctl, 'tasks/get', id);
-    assert(taskOf(g)?.status === 'cancelled', `tasks/get after the cancel: ${said(g)}`);
-    const ended = await bg.run;
-    assert(ended.signal === null, `the cancelled task's tools/call did not end: ${said(ended)}`);
-    assert(ended.code !== 0 && /cancelled/.test(ended.error?.message ?? ''), `the cancelled task's tools/call did not end as cancelled: ${said(ended)}`);
-
-    // The run has stopped: the next call to the workspace is answered in-line (it would wait
-    // behind a live loop and become a task of its own), x is still 7, and n no longer moves.
-    const before = log.length;
-    const a = await on(run, 'tools/call', 'execute_code', '--tool-args-json', JSON.stringify({ code: 'print(x); n', language: 'python', workspace: wsLoop }));
-    assert(a.code === 0 && a.json?.structuredContent?.stdout === '7\n', `the next call to the workspace: ${said(a)}`);
-    const n1 = Number(a.json.structuredContent.result);
-    assert(n1 > 0, `n = ${a.json.structuredContent.result}`);
-    const inline = log.slice(before).filter((e) => e.rpc === 'tools/call');
-    assert(inline.length === 1 && !/"taskId"/.test(inline[0].response), `the call after the cancel became a task (the loop still ran?): ${short(inline.map((e) => e.response))}`);
-    const b = await on(run, 'tools/call', 'execute_code', '--tool-args-json', JSON.stringify({ code: 'n', language: 'python', workspace: wsLoop }));
-    assert(Number(b.json?.structuredContent?.result) === n1, `n moved after the cancel: ${n1} then ${short(b.json?.structuredContent)}`);
-  });
-
-  if (era === 'legacy') {
-    await check('legacy: tasks/list lists the completed and the cancelled task', async () => {
-      const r = await on(ctl, 'tasks/list');
-      assert(r.code === 0 && Array.isArray(r.json?.tasks), `tasks/list: ${said(r)}`);
-      const t = r.json.tasks.find((x) => x.taskId === gateTask);
-      assert(t?.status === 'completed', `the gate task in tasks/list: ${short(r.json.tasks)}`);
-      assert(r.json.tasks.some((x) => x.status === 'cancelled'), `no cancelled task in tasks/list: ${short(r.json.tasks)}`);
     });
-  }
-}
 
-await mcpdo(['daemon', 'stop']);
+    if (!connected) continue; // the checks below need both connections
+
+    await check(`${era}: a long execute_code becomes a task; tasks/get shows it working with its progress, then completed; tasks/result returns the cell's output`, async () => {
+      const gate = join(dataDir, 'local', ws, 'go');
+      const bg = callInBackground(era, run, { code: gateCell(marker), language: 'python', workspace: ws });
+      const { id, call } = await bg.taskId();
+      gateTask = id;
+      if (era === 'legacy') {
+        assert(call.msg.params.task && typeof call.msg.params.task === 'object', `the legacy tools/call carried no params.task: ${short(call.msg.params)}`);
+      } else {
+        const caps = call.msg.params._meta?.['io.modelcontextprotocol/clientCapabilities'];
+        assert(caps?.extensions?.['io.modelcontextprotocol/tasks'], `the modern tools/call did not declare the tasks extension: ${short(call.msg.params._meta)}`);
+        assert(/"resultType":"task"/.test(call.response), `the modern tools/call was not answered with a task: ${short(call.response)}`);
+      }
+      // working, with the cell's progress (the gate is still closed, so the run cannot have ended)
+      let working;
+      for (const t0 = Date.now(); Date.now() - t0 < 30_000; await sleep(100)) {
+        const from = log.length;
+        const r = await on(ctl, 'tasks/get', id);
+        assert(r.code === 0, `tasks/get ${id}: ${said(r)}`);
+        const sent = log.slice(from).find((e) => e.rpc === 'tasks/get');
+        assert(sent?.msg.params?.taskId === id && (era === 'legacy' || sent.name === id), `tasks/get on the wire: ${short(sent && { params: sent.msg.params, mcpName: sent.name })}`);
+        working = taskOf(r);
+        assert(working?.taskId === id && working.status === 'working', `tasks/get before the gate opened: ${short(r.json)}`);
+        if (/waiting for the gate \d+/.test(working.statusMessage ?? '')) break;
+      }
+      assert(/waiting for the gate \d+/.test(working?.statusMessage ?? ''), `statusMessage never carried the cell's progress: ${short(working)}`);
+
+      writeFileSync(gate, '');
+      const done = await bg.run;
+      assert(done.code === 0, `the task's tools/call: ${said(done)}`);
+      assert(done.json?.structuredContent?.stdout === `${marker} True\n` && done.json?.structuredContent?.result === '42',
+        `the task's tools/call result is not the cell's: ${short(done.json)}`);
+
+      const g = await on(ctl, 'tasks/get', id);
+      assert(g.code === 0 && taskOf(g)?.status === 'completed', `tasks/get after the run: ${said(g)}`);
+      const from = log.length;
+      const res = await on(ctl, 'tasks/result', id);
+      // Legacy has tasks/result; the extension has none: the result is inline in tasks/get.
+      const sent = log.slice(from).filter((e) => e.rpc?.startsWith('tasks/'));
+      const want = era === 'legacy' ? 'tasks/result' : 'tasks/get';
+      assert(sent.some((e) => e.rpc === want && e.msg.params?.taskId === id), `the CLI's tasks/result sent no ${want} for ${id}: ${short(sent.map((e) => e.rpc))}`);
+      assert(res.code === 0, `tasks/result ${id}: ${said(res)}`);
+      const sc = res.json?.structuredContent;
+      assert(sc?.stdout === `${marker} True\n` && sc?.result === '42' && sc?.status === 'ok' && res.json?.isError === false,
+        `tasks/result is not the cell's result: ${short(res.json)}`);
+      const text = res.json?.content?.find((c) => c.type === 'text')?.text ?? '';
+      assert(text.includes(marker), `tasks/result's text content lacks the output: ${short(res.json?.content)}`);
+    });
+
+    await check(`${era}: tasks/cancel stops a running task; tasks/get says cancelled; the workspace keeps its variables and answers at once`, async () => {
+      const bg = callInBackground(era, run, { code: loopCell, language: 'python', workspace: wsLoop });
+      const { id } = await bg.taskId();
+      let seen;
+      for (const t0 = Date.now(); Date.now() - t0 < 30_000 && !seen; await sleep(100)) {
+        const t = taskOf(await on(ctl, 'tasks/get', id));
+        if (/looping \d+/.test(t?.statusMessage ?? '')) seen = t;
+      }
+      assert(seen?.status === 'working', `the looping task never reported its progress as working: ${short(seen)}`);
+
+      const from = log.length;
+      const c = await on(ctl, 'tasks/cancel', id);
+      assert(c.code === 0 && c.json?.cancelled === true && c.json?.taskId === id, `tasks/cancel: ${said(c)}`);
+      const sent = log.slice(from).find((e) => e.rpc === 'tasks/cancel');
+      assert(sent?.msg.params?.taskId === id && sent.status === 200, `no tasks/cancel for ${id} answered 200 on the wire: ${short(sent)}`);
+      if (era === 'modern') assert(sent.name === id, `tasks/cancel's Mcp-Name is ${short(sent.name)}, not the task id`);
+      const g = await on(ctl, 'tasks/get', id);
+      assert(taskOf(g)?.status === 'cancelled', `tasks/get after the cancel: ${said(g)}`);
+      const ended = await bg.run;
+      assert(ended.signal === null, `the cancelled task's tools/call did not end: ${said(ended)}`);
+      assert(ended.code !== 0 && /cancelled/.test(ended.error?.message ?? ''), `the cancelled task's tools/call did not end as cancelled: ${said(ended)}`);
+
+      // The run has stopped: the next call to the workspace is answered in-line (it would wait
+      // behind a live loop and become a task of its own), x is still 7, and n no longer moves.
+      const before = log.length;
+      const a = await on(run, 'tools/call', 'execute_code', '--tool-args-json', JSON.stringify({ code: 'print(x); n', language: 'python', workspace: wsLoop }));
+      assert(a.code === 0 && a.json?.structuredContent?.stdout === '7\n', `the next call to the workspace: ${said(a)}`);
+      const n1 = Number(a.json.structuredContent.result);
+      assert(n1 > 0, `n = ${a.json.structuredContent.result}`);
+      const inline = log.slice(before).filter((e) => e.rpc === 'tools/call');
+      assert(inline.length === 1 && !/"taskId"/.test(inline[0].response), `the call after the cancel became a task (the loop still ran?): ${short(inline.map((e) => e.response))}`);
+      const b = await on(run, 'tools/call', 'execute_code', '--tool-args-json', JSON.stringify({ code: 'n', language: 'python', workspace: wsLoop }));
+      assert(Number(b.json?.structuredContent?.result) === n1, `n moved after the cancel: ${n1} then ${short(b.json?.structuredContent)}`);
+    });
+
+    if (era === 'legacy') {
+      await check('legacy: tasks/list lists the completed and the cancelled task', async () => {
+        const r = await on(ctl, 'tasks/list');
+        assert(r.code === 0 && Array.isArray(r.json?.tasks), `tasks/list: ${said(r)}`);
+        const t = r.json.tasks.find((x) => x.taskId === gateTask);
+        assert(t?.status === 'completed', `the gate task in tasks/list: ${short(r.json.tasks)}`);
+        assert(r.json.tasks.some((x) => x.status === 'cancelled'), `no cancelled task in tasks/list: ${short(r.json.tasks)}`);
+      });
+    }
+  }
+
+} finally {
+  await mcpdo(['daemon', 'stop']);
+  rmSync(env.MCP_INSPECTOR_DAEMON_DIR, { recursive: true, force: true });
+}
 proxy.close();
 proxy.closeAllConnections?.();
 if (existsSync(home)) rmSync(home, { recursive: true, force: true });
