@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -366,13 +367,18 @@ func (s *Server) settle(lt *liveTask, ctx context.Context, r served) {
 		case errors.Is(context.Cause(ctx), ErrShutdown):
 			rec.Status, rec.Stopped = tasks.Failed, true
 		case r.jerr != nil:
-			rec.Status, rec.Error = tasks.Failed, encodeError(r.jerr)
+			rec.Status, rec.Error, rec.Message = tasks.Failed, encodeError(r.jerr), r.jerr.Message
 		case r.res == nil:
-			rec.Status, rec.Error = tasks.Failed, encodeError(jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: the task ended without a result"))
+			e := jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: the task ended without a result")
+			rec.Status, rec.Error, rec.Message = tasks.Failed, encodeError(e), e.Message
 		default:
 			rec.Status, rec.Result = tasks.Completed, r.res
-			if c.era == EraLegacy && isErrorResult(r.res) {
-				rec.Status = tasks.Failed // 2025-11-25: a tool error fails the task
+			if c.era == EraLegacy {
+				if failed, why := toolError(r.res); failed {
+					// 2025-11-25: a tool error fails the task, and the status
+					// says why rather than the last progress message.
+					rec.Status, rec.Message = tasks.Failed, why
+				}
 			}
 		}
 	})
@@ -391,12 +397,44 @@ func encodeError(e *jsonrpc.Error) json.RawMessage {
 	return b
 }
 
-// isErrorResult reports whether a CallToolResult says isError: true.
-func isErrorResult(res json.RawMessage) bool {
+// maxFailureMessage bounds the statusMessage taken from a tool error's text.
+const maxFailureMessage = 512
+
+// toolError reports whether a CallToolResult says isError: true, and why:
+// its structuredContent's "error" string when it has one (execute_code's
+// shape), else its first text content, cut at maxFailureMessage bytes.
+func toolError(res json.RawMessage) (bool, string) {
 	var r struct {
-		IsError bool `json:"isError"`
+		IsError    bool `json:"isError"`
+		Structured struct {
+			Error any `json:"error"`
+		} `json:"structuredContent"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
 	}
-	return json.Unmarshal(res, &r) == nil && r.IsError
+	if json.Unmarshal(res, &r) != nil || !r.IsError {
+		return false, ""
+	}
+	why, _ := r.Structured.Error.(string)
+	for _, c := range r.Content {
+		if why != "" {
+			break
+		}
+		if c.Type == "text" {
+			why = c.Text
+		}
+	}
+	why = strings.TrimSpace(why)
+	if why == "" {
+		return true, "the tool reported an error"
+	}
+	if len(why) > maxFailureMessage {
+		// Cut on a byte count; a rune split at the end is dropped.
+		why = strings.ToValidUTF8(why[:maxFailureMessage], "") + "…"
+	}
+	return true, why
 }
 
 // progressMessage is the call's latest progress message, or "".

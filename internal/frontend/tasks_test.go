@@ -25,6 +25,7 @@ import (
 //	test_wait {}         waits like test_task without asking to be a task
 //	test_ask {}          asks two inputs through its task, answers both
 //	test_required {}     TaskRequired; answers "ran"
+//	test_fail {}         reports progress, becomes a task, ends in a tool error
 type taskRig struct {
 	s       *Server
 	url     string
@@ -81,6 +82,14 @@ func newTaskRig(t *testing.T, mod func(*Options)) *taskRig {
 	add(Tool[struct{}]{Name: "test_required", Description: "Runs only as a task.", Tasks: TaskRequired,
 		Run: func(context.Context, *Call, struct{}) (any, *jsonrpc.Error) {
 			return StructuredResult(map[string]any{"text": "ran"}, false), nil
+		}})
+	add(Tool[struct{}]{Name: "test_fail", Description: "Fails.", Tasks: TaskOptional,
+		Run: func(ctx context.Context, c *Call, _ struct{}) (any, *jsonrpc.Error) {
+			rep := c.Reporter()
+			defer rep.Stop()
+			rep.Say("accepted python code")
+			c.BecomeTask()
+			return map[string]any{"isError": true, "content": []map[string]any{{"type": "text", "text": "NameError: name 'y' is not defined"}}}, nil
 		}})
 	add(Tool[struct{}]{Name: "test_ask", Description: "Asks twice at once.", Tasks: TaskOptional,
 		Run: func(ctx context.Context, c *Call, _ struct{}) (any, *jsonrpc.Error) {
@@ -391,4 +400,24 @@ func TestLegacyTaskStatusOnTheSessionStream(t *testing.T) {
 		}
 	}
 	t.Fatal("the GET stream ended without the completed status")
+}
+
+// A 2025-11-25 task whose tool reports an error is failed, and its status
+// message is the error's text, not the last progress message (a client
+// such as the Inspector shows statusMessage as the failure).
+func TestLegacyFailedTaskSaysWhy(t *testing.T) {
+	r := newTaskRig(t, nil)
+	c := &client{T: t, URL: r.url}
+	c.Initialize()
+	msg := c.Answer("tools/call", map[string]any{"name": "test_fail", "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}})
+	res, _ := msg["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("CreateTaskResult: %v", msg)
+	}
+	got := pollStatus(t, c, id)
+	if got["status"] != "failed" || got["statusMessage"] != "NameError: name 'y' is not defined" {
+		t.Errorf("tasks/get of a task whose tool failed: %v; want failed with the error's text", got)
+	}
 }
