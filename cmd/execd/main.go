@@ -168,13 +168,17 @@ func run() int {
 	}
 	defer taskStore.Close()
 	mgr, err = workspace.NewManager(workspace.Config{
-		DataDir:             cfg.Workspace.DataDir,
-		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
-		IdleTTL:             cfg.Workspace.IdleTTL.Duration,
-		MaxWorkspaces:       cfg.Workspace.MaxWorkspaces,
-		MaxDiskMiB:          cfg.Workspace.MaxDiskMiB,
-		MaxConcurrentRuns:   cfg.Limits.MaxConcurrentRuns,
-		MaxRunsPerPrincipal: cfg.Limits.MaxRunsPerPrincipal,
+		DataDir:        cfg.Workspace.DataDir,
+		HibernateAfter: cfg.Workspace.HibernateAfter.Duration,
+		IdleTTL:        cfg.Workspace.IdleTTL.Duration,
+		MaxWorkspaces:  cfg.Workspace.MaxWorkspaces,
+		MaxDiskMiB:     cfg.Workspace.MaxDiskMiB,
+		// Per instance: with cluster.shared_storage each instance counts
+		// what it sees of a principal's directory.
+		MaxPrincipalDiskMiB:       cfg.Workspace.MaxPrincipalDiskMiB,
+		MaxWorkspacesPerPrincipal: cfg.Workspace.MaxWorkspacesPerPrincipal,
+		MaxConcurrentRuns:         cfg.Limits.MaxConcurrentRuns,
+		MaxRunsPerPrincipal:       cfg.Limits.MaxRunsPerPrincipal,
 		// Idle workspaces are hibernated before the engine's budget is full,
 		// so that a guest's growth finds room.
 		MemoryBudget:          engine.MemoryBudget() / 10 * 9,

@@ -88,7 +88,9 @@ func fileError(p string, err error, what string) error {
 	}
 	switch {
 	case errors.Is(err, syscall.EDQUOT):
-		return &Error{Code: LimitReached, Msg: "the workspace's disk quota is full; nothing was written"}
+		return &Error{Code: LimitReached, Msg: "the workspace's disk quota (workspace.max_disk_mib) is full; nothing was written"}
+	case errors.Is(err, syscall.ENOSPC):
+		return &Error{Code: LimitReached, Msg: "this token's disk budget (workspace.max_principal_disk_mib) is full; nothing was written"}
 	case errors.Is(err, fs.ErrInvalid):
 		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("%s is not a regular file", p)}
 	case errors.Is(err, syscall.ENOENT):
@@ -154,8 +156,11 @@ func (m *Manager) WriteFile(ctx context.Context, principal, id, p string, data [
 			return err
 		}
 		if need, ok := disk.Fits(rel, int64(len(data))); !ok {
-			return &Error{Code: LimitReached, Msg: fmt.Sprintf("writing %d bytes to %s would pass the workspace's disk quota of %d MiB (%d bytes are in use, %d more are needed); nothing was written",
+			return &Error{Code: LimitReached, Msg: fmt.Sprintf("writing %d bytes to %s would pass the workspace's disk quota (workspace.max_disk_mib = %d; %d bytes are in use, %d more are needed); nothing was written",
 				len(data), rel, m.cfg.MaxDiskMiB, disk.Used(), need)}
+		}
+		if need, ok := disk.BudgetFits(rel, int64(len(data))); !ok {
+			return m.principalDiskFull(m.budgetOf(w.key.pdir), fmt.Sprintf("writing %d bytes to %s", len(data), rel), need)
 		}
 		info, err := disk.WriteFile(rel, data)
 		if err != nil {

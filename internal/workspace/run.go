@@ -72,7 +72,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	refused := disk.Refused()
+	refused, byBudget := disk.Refused(), disk.BudgetRefused()
 	m.mu.Lock()
 	w.running = true
 	w.lastUsed = time.Now()
@@ -94,7 +94,11 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	out.BudgetExceeded = res.BudgetExceeded
 	out.Restored = start.restored
 
-	if disk.Refused() > refused {
+	switch {
+	case disk.BudgetRefused() > byBudget:
+		out.PrincipalDiskFull = true
+		out.PrincipalDiskBytes = int64(m.cfg.MaxPrincipalDiskMiB) << 20
+	case disk.Refused() > refused:
 		out.DiskFull = true
 		out.DiskQuotaBytes = m.cfg.diskQuota()
 	}
@@ -163,7 +167,12 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	ready, disk := w.ready, w.disk
 	m.mu.Unlock()
 	if !ready {
-		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+		err := m.admitWorkspace(w, func() error { return prepareDirs(w.dir, w.state, m.langs.offered()) })
+		var refused *Error
+		if errors.As(err, &refused) {
+			return nil, refused
+		}
+		if err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
@@ -176,7 +185,7 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	}
 	if disk == nil {
 		var err error
-		if disk, err = openDisk(w.dir, m.cfg.diskQuota()); err != nil {
+		if disk, err = openDisk(w.dir, m.cfg.diskQuota(), m.budgetOf(w.key.pdir)); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
