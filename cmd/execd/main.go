@@ -226,12 +226,13 @@ func run() int {
 		return 1
 	}
 	if err := tools.Register(srv, tools.Options{
-		Executor:       exec,
-		Languages:      engine.Languages(),
-		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
-		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		Network:        net.Enabled(),
-		Logger:         log.Named("tools"),
+		Executor:         exec,
+		Languages:        engine.Languages(),
+		RequestTimeout:   cfg.Limits.RequestTimeout.Duration,
+		MaxOutputBytes:   cfg.Limits.MaxOutputBytes,
+		MaxWaitingInputs: cfg.Protocol.MaxWaitingInputsPerPrincipal,
+		Network:          net.Enabled(),
+		Logger:           log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
 		return 1

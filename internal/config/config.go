@@ -78,6 +78,9 @@ type Protocol struct {
 	TaskTTL Duration `toml:"task_ttl"`
 	// MaxTasksPerPrincipal caps the task records one principal has.
 	MaxTasksPerPrincipal int `toml:"max_tasks_per_principal"`
+	// MaxWaitingInputsPerPrincipal caps one principal's 2026-07-28 runs
+	// parked waiting for input; 0 means unlimited.
+	MaxWaitingInputsPerPrincipal int `toml:"max_waiting_inputs_per_principal"`
 }
 
 // Limits bound what one run may use.
@@ -211,12 +214,13 @@ func Default() Config {
 			ShutdownGrace:     Duration{10 * time.Second},
 		},
 		Protocol: Protocol{
-			ProgressHeartbeat:    Duration{10 * time.Second},
-			SessionIdleTTL:       Duration{time.Hour},
-			InputTimeout:         Duration{5 * time.Minute},
-			TaskAfter:            Duration{5 * time.Second},
-			TaskTTL:              Duration{time.Hour},
-			MaxTasksPerPrincipal: 64,
+			ProgressHeartbeat:            Duration{10 * time.Second},
+			SessionIdleTTL:               Duration{time.Hour},
+			InputTimeout:                 Duration{5 * time.Minute},
+			TaskAfter:                    Duration{5 * time.Second},
+			TaskTTL:                      Duration{time.Hour},
+			MaxTasksPerPrincipal:         64,
+			MaxWaitingInputsPerPrincipal: 16,
 		},
 		Limits: Limits{
 			MaxOutputBytes:      64 << 10,
@@ -381,6 +385,9 @@ func (c *Config) Validate() error {
 	}
 	if d := c.Protocol.TaskTTL.Duration; d < time.Second || d > 30*24*time.Hour {
 		bad("protocol.task_ttl", "must be between 1s and 720h (30 days), got %s", c.Protocol.TaskTTL)
+	}
+	if n := c.Protocol.MaxWaitingInputsPerPrincipal; n < 0 {
+		bad("protocol.max_waiting_inputs_per_principal", "must not be negative (0 = unlimited), got %d", n)
 	}
 	if n := c.Protocol.MaxTasksPerPrincipal; n < 1 || n > 100000 {
 		bad("protocol.max_tasks_per_principal", "must be between 1 and 100000, got %d", n)
