@@ -42,7 +42,7 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 			return "", err
 		}
 	}
-	err := m.withTurn(ctx, principal, id, func(w *ws) error {
+	err := m.turnUnlessAsking(ctx, principal, id, true, refuseAsking("checkpointed"), func(w *ws) error {
 		if _, err := m.prepare(w); err != nil {
 			return err
 		}
@@ -173,6 +173,17 @@ func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, to ke
 	return nil
 }
 
+// refuseAsking is the answer of a checkpoint or fork (what) of a workspace
+// whose code waits for input: its interpreter is in the middle of a run
+// and cannot be saved, and the answer may take up to
+// protocol.input_timeout, too long to wait.
+func refuseAsking(what string) func(*ws) error {
+	return func(w *ws) error {
+		return &Error{Code: NotSaveable, Err: ErrNotSaveable, Msg: fmt.Sprintf("workspace %q cannot be %s now: its code is waiting for input, "+
+			"and an interpreter in the middle of a run cannot be saved; answer it (or reset the workspace), then try again; nothing was changed", w.key.id, what)}
+	}
+}
+
 func stateError(msg string, err error) *Error {
 	return &Error{Code: StartFailed, Msg: msg, Err: err}
 }
@@ -271,7 +282,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 	if newID == id {
 		return "", &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 	}
-	err := m.withTurn(ctx, principal, id, func(src *ws) error {
+	err := m.turnUnlessAsking(ctx, principal, id, true, refuseAsking("forked"), func(src *ws) error {
 		if _, err := m.prepare(src); err != nil {
 			return err
 		}

@@ -149,10 +149,12 @@ type ws struct {
 	dir   string // the files
 	state string // the state directory (images, notes, checkpoints)
 
-	refs    int        // calls that hold a pointer to this record
-	busy    bool       // a call (or hibernation) holds the turn
-	waiters *list.List // of *waiter, FIFO
-	running bool       // a Runner.Run is in progress
+	refs    int           // calls that hold a pointer to this record
+	busy    bool          // a call (or hibernation) holds the turn
+	waiters *list.List    // of *waiter, FIFO
+	running bool          // a Runner.Run is in progress
+	asking  bool          // and its code waits for input (heldSlot)
+	askWake chan struct{} // closed when asking becomes true; nil until wanted (askingLocked)
 
 	ready    bool              // the directories were checked by a turn holder
 	runners  map[string]Runner // live interpreters by language

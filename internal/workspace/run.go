@@ -61,7 +61,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
+	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input, asking: func(a bool) { m.setAsking(w, a) }}
 	defer slot.end()
 
 	disk, err := m.prepare(w)
@@ -116,6 +116,7 @@ type heldSlot struct {
 	slots     *runSlots
 	principal string
 	in        InputSource
+	asking    func(bool) // notes the wait on the workspace (Manager.setAsking)
 
 	mu   sync.Mutex
 	held bool
@@ -124,7 +125,9 @@ type heldSlot struct {
 
 func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
 	h.release()
+	h.asking(true)
 	ans := workerInput{h.in}.Input(ctx, prompt)
+	h.asking(false)
 	if ctx.Err() != nil {
 		return ans // the run is being stopped: it ends without its slot
 	}
