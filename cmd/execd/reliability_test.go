@@ -273,3 +273,39 @@ func BenchmarkAnswerBesideEndlessLoops(b *testing.B) {
 		})
 	}
 }
+
+// In 2026-07-28 a run waiting for input holds no request and no run slot:
+// 1,000 prompt() calls of one token parked 744 interpreters, filled the
+// memory budget and made the other token's calls fail in both eras. Now a
+// token has at most protocol.max_waiting_inputs_per_principal waits (the
+// code's next prompt() gets end of file at once, and the result names the
+// key), its interpreters at most its share of the memory budget, and the
+// other token's calls are answered in both eras.
+func TestOnePrincipalsInputWaitsLeaveAnotherAnswered(t *testing.T) {
+	d := twoPrincipals(t, "[protocol]\nmax_waiting_inputs_per_principal = 4\n[limits]\nmax_total_memory_mib = 256")
+	a := newMCP(t, d.url, true).withToken(tokenA)
+	parked, refused := 0, 0
+	for i := range 12 {
+		m := a.modernCall(`prompt("x")`, "javascript", fmt.Sprintf("ask%d", i), nil)
+		if res, _ := m["result"].(map[string]any); res["resultType"] == "input_required" {
+			parked++
+			continue
+		}
+		sc, _, err := mcptest.Structured(m)
+		if err != nil || !strings.Contains(fmt.Sprint(sc["notice"]), "protocol.max_waiting_inputs_per_principal") {
+			t.Fatalf("a's call %d past the cap of waits: %v %v", i, m, err)
+		}
+		refused++
+	}
+	if parked != 4 || refused != 8 {
+		t.Fatalf("%d of a's 12 prompt() calls parked, %d refused; want 4 and 8", parked, refused)
+	}
+	for _, modern := range []bool{true, false} {
+		b := newMCP(t, d.url, modern).withToken(tokenB)
+		b.init()
+		if sc, isErr := b.run("mine", "1+1"); isErr || sc["result"] != "2" {
+			t.Fatalf("b's call (modern %v) while a's runs wait for input: %v", modern, sc)
+		}
+	}
+	d.stop()
+}
