@@ -363,7 +363,7 @@ func (noWorkspaces) NewID() string                           { return "new" }
 // the tools' own.
 type testConfig struct {
 	frontend.Options
-	Languages      []string
+	Languages        []string
 	RequestTimeout   time.Duration
 	MaxOutputBytes   int
 	MaxWaitingInputs int
