@@ -308,7 +308,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		}
 		if limit := m.cfg.diskQuota(); limit > 0 {
 			if used, err := guestfs.Usage(src.dir); err == nil && guestfs.Excess(limit, 0, used) > 0 {
-				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota of %d MiB", used, m.cfg.MaxDiskMiB)}
+				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota (workspace.max_disk_mib = %d)", used, m.cfg.MaxDiskMiB)}
 			}
 		}
 		if err := os.MkdirAll(filepath.Dir(t.state), 0o700); err != nil {
