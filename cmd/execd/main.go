@@ -175,8 +175,8 @@ func run() int {
 		MaxDiskMiB:     cfg.Workspace.MaxDiskMiB,
 		// Per instance: with cluster.shared_storage each instance counts
 		// what it sees of a principal's directory.
-		MaxPrincipalDiskMiB:       cfg.Workspace.MaxPrincipalDiskMiB,
-		MaxWorkspacesPerPrincipal: cfg.Workspace.MaxWorkspacesPerPrincipal,
+		MaxPrincipalDiskMiB:       principalDisk(cfg),
+		MaxWorkspacesPerPrincipal: principalWorkspaces(cfg),
 		MaxConcurrentRuns:         cfg.Limits.MaxConcurrentRuns,
 		MaxRunsPerPrincipal:       cfg.Limits.MaxRunsPerPrincipal,
 		// Idle workspaces are hibernated before the engine's budget is full,
@@ -271,6 +271,32 @@ func principalShare(cfg config.Config, budget int64) int64 {
 	}
 	if cfg.Server.AuthTokensFile != "" {
 		return budget / 2
+	}
+	return 0
+}
+
+// principalDisk is workspace.max_principal_disk_mib after its default:
+// eight workspaces' quotas where tokens make several principals, no limit
+// for the one local principal (0 for the registry: none).
+func principalDisk(cfg config.Config) int {
+	switch n := cfg.Workspace.MaxPrincipalDiskMiB; {
+	case n > 0:
+		return n
+	case n == 0 && cfg.Server.AuthTokensFile != "":
+		return 8 * cfg.Workspace.MaxDiskMiB
+	}
+	return 0
+}
+
+// principalWorkspaces is workspace.max_workspaces_per_principal after its
+// default: 1024 where tokens make several principals, no limit for the
+// one local principal.
+func principalWorkspaces(cfg config.Config) int {
+	switch n := cfg.Workspace.MaxWorkspacesPerPrincipal; {
+	case n > 0:
+		return n
+	case n == 0 && cfg.Server.AuthTokensFile != "":
+		return 1024
 	}
 	return 0
 }

@@ -106,7 +106,8 @@ type Workspace struct {
 	IdleTTL        Duration `toml:"idle_ttl"`
 	MaxWorkspaces  int      `toml:"max_workspaces"`
 	MaxDiskMiB     int      `toml:"max_disk_mib"`
-	// MaxPrincipalDiskMiB and MaxWorkspacesPerPrincipal: 0 means unlimited.
+	// MaxPrincipalDiskMiB and MaxWorkspacesPerPrincipal: 0 means derived,
+	// -1 unlimited (see config.toml.example).
 	MaxPrincipalDiskMiB       int `toml:"max_principal_disk_mib"`
 	MaxWorkspacesPerPrincipal int `toml:"max_workspaces_per_principal"`
 }
@@ -231,12 +232,10 @@ func Default() Config {
 			MaxInputAnswerBytes: 4 << 20,
 		},
 		Workspace: Workspace{
-			DataDir:                   defaultStateDir(),
-			HibernateAfter:            Duration{5 * time.Minute},
-			MaxWorkspaces:             256,
-			MaxDiskMiB:                1024,
-			MaxPrincipalDiskMiB:       8192,
-			MaxWorkspacesPerPrincipal: 512,
+			DataDir:        defaultStateDir(),
+			HibernateAfter: Duration{5 * time.Minute},
+			MaxWorkspaces:  256,
+			MaxDiskMiB:     1024,
 		},
 		Sandbox: Sandbox{
 			StrictTermination: true,
@@ -436,11 +435,11 @@ func (c *Config) Validate() error {
 	if c.Workspace.MaxDiskMiB < 0 {
 		bad("workspace.max_disk_mib", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxDiskMiB)
 	}
-	if c.Workspace.MaxPrincipalDiskMiB < 0 {
-		bad("workspace.max_principal_disk_mib", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxPrincipalDiskMiB)
+	if c.Workspace.MaxPrincipalDiskMiB < -1 {
+		bad("workspace.max_principal_disk_mib", "must be -1 (unlimited), 0 (derived) or positive, got %d", c.Workspace.MaxPrincipalDiskMiB)
 	}
-	if c.Workspace.MaxWorkspacesPerPrincipal < 0 {
-		bad("workspace.max_workspaces_per_principal", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxWorkspacesPerPrincipal)
+	if c.Workspace.MaxWorkspacesPerPrincipal < -1 {
+		bad("workspace.max_workspaces_per_principal", "must be -1 (unlimited), 0 (derived) or positive, got %d", c.Workspace.MaxWorkspacesPerPrincipal)
 	}
 	if len(c.Cluster.Peers) > 0 {
 		seen := map[string]bool{}
