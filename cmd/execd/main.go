@@ -168,13 +168,17 @@ func run() int {
 	}
 	defer taskStore.Close()
 	mgr, err = workspace.NewManager(workspace.Config{
-		DataDir:             cfg.Workspace.DataDir,
-		HibernateAfter:      cfg.Workspace.HibernateAfter.Duration,
-		IdleTTL:             cfg.Workspace.IdleTTL.Duration,
-		MaxWorkspaces:       cfg.Workspace.MaxWorkspaces,
-		MaxDiskMiB:          cfg.Workspace.MaxDiskMiB,
-		MaxConcurrentRuns:   cfg.Limits.MaxConcurrentRuns,
-		MaxRunsPerPrincipal: cfg.Limits.MaxRunsPerPrincipal,
+		DataDir:        cfg.Workspace.DataDir,
+		HibernateAfter: cfg.Workspace.HibernateAfter.Duration,
+		IdleTTL:        cfg.Workspace.IdleTTL.Duration,
+		MaxWorkspaces:  cfg.Workspace.MaxWorkspaces,
+		MaxDiskMiB:     cfg.Workspace.MaxDiskMiB,
+		// Per instance: with cluster.shared_storage each instance counts
+		// what it sees of a principal's directory.
+		MaxPrincipalDiskMiB:       principalDisk(cfg),
+		MaxWorkspacesPerPrincipal: principalWorkspaces(cfg),
+		MaxConcurrentRuns:         cfg.Limits.MaxConcurrentRuns,
+		MaxRunsPerPrincipal:       cfg.Limits.MaxRunsPerPrincipal,
 		// Idle workspaces are hibernated before the engine's budget is full,
 		// so that a guest's growth finds room.
 		MemoryBudget:          engine.MemoryBudget() / 10 * 9,
@@ -222,12 +226,13 @@ func run() int {
 		return 1
 	}
 	if err := tools.Register(srv, tools.Options{
-		Executor:       exec,
-		Languages:      engine.Languages(),
-		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
-		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		Network:        net.Enabled(),
-		Logger:         log.Named("tools"),
+		Executor:         exec,
+		Languages:        engine.Languages(),
+		RequestTimeout:   cfg.Limits.RequestTimeout.Duration,
+		MaxOutputBytes:   cfg.Limits.MaxOutputBytes,
+		MaxWaitingInputs: cfg.Protocol.MaxWaitingInputsPerPrincipal,
+		Network:          net.Enabled(),
+		Logger:           log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
 		return 1
@@ -266,6 +271,32 @@ func principalShare(cfg config.Config, budget int64) int64 {
 	}
 	if cfg.Server.AuthTokensFile != "" {
 		return budget / 2
+	}
+	return 0
+}
+
+// principalDisk is workspace.max_principal_disk_mib after its default:
+// eight workspaces' quotas where tokens make several principals, no limit
+// for the one local principal (0 for the registry: none).
+func principalDisk(cfg config.Config) int {
+	switch n := cfg.Workspace.MaxPrincipalDiskMiB; {
+	case n > 0:
+		return n
+	case n == 0 && cfg.Server.AuthTokensFile != "":
+		return 8 * cfg.Workspace.MaxDiskMiB
+	}
+	return 0
+}
+
+// principalWorkspaces is workspace.max_workspaces_per_principal after its
+// default: 1024 where tokens make several principals, no limit for the
+// one local principal.
+func principalWorkspaces(cfg config.Config) int {
+	switch n := cfg.Workspace.MaxWorkspacesPerPrincipal; {
+	case n > 0:
+		return n
+	case n == 0 && cfg.Server.AuthTokensFile != "":
+		return 1024
 	}
 	return 0
 }

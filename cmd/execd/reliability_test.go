@@ -273,3 +273,97 @@ func BenchmarkAnswerBesideEndlessLoops(b *testing.B) {
 		})
 	}
 }
+
+// In 2026-07-28 a run waiting for input holds no request and no run slot:
+// 1,000 prompt() calls of one token parked 744 interpreters, filled the
+// memory budget and made the other token's calls fail in both eras. Now a
+// token has at most protocol.max_waiting_inputs_per_principal waits (the
+// code's next prompt() gets end of file at once, and the result names the
+// key), its interpreters at most its share of the memory budget, and the
+// other token's calls are answered in both eras.
+func TestOnePrincipalsInputWaitsLeaveAnotherAnswered(t *testing.T) {
+	d := twoPrincipals(t, "[protocol]\nmax_waiting_inputs_per_principal = 4\n[limits]\nmax_total_memory_mib = 256")
+	a := newMCP(t, d.url, true).withToken(tokenA)
+	parked, refused := 0, 0
+	for i := range 12 {
+		m := a.modernCall(`prompt("x")`, "javascript", fmt.Sprintf("ask%d", i), nil)
+		if res, _ := m["result"].(map[string]any); res["resultType"] == "input_required" {
+			parked++
+			continue
+		}
+		sc, _, err := mcptest.Structured(m)
+		if err != nil || !strings.Contains(fmt.Sprint(sc["notice"]), "protocol.max_waiting_inputs_per_principal") {
+			t.Fatalf("a's call %d past the cap of waits: %v %v", i, m, err)
+		}
+		refused++
+	}
+	if parked != 4 || refused != 8 {
+		t.Fatalf("%d of a's 12 prompt() calls parked, %d refused; want 4 and 8", parked, refused)
+	}
+	for _, modern := range []bool{true, false} {
+		b := newMCP(t, d.url, modern).withToken(tokenB)
+		b.init()
+		if sc, isErr := b.run("mine", "1+1"); isErr || sc["result"] != "2" {
+			t.Fatalf("b's call (modern %v) while a's runs wait for input: %v", modern, sc)
+		}
+	}
+	d.stop()
+}
+
+// du is the data under dir as the disk holds it: each file's bytes once.
+func du(dir string) int64 {
+	seen := map[uint64]bool{}
+	var total int64
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && !seen[st.Ino] {
+				seen[st.Ino] = true
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// The reproduction with the real binary: with an 8 MiB quota, 32 × (write
+// 7 MB, checkpoint_workspace) put 429 MB under ~state/. With auth tokens
+// a principal's disk budget is eight quotas by default (64 MiB): the
+// checkpoints stop there with an error naming the key, and the other
+// principal is not touched.
+func TestCheckpointsStayWithinThePrincipalsDisk(t *testing.T) {
+	dataDir := t.TempDir()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("a "+tokenA+"\nb "+tokenB+"\n"), 0o600)
+	d := startDaemon(t, dataDir, fmt.Sprintf("auth_tokens_file = %q", tokens), "", "max_disk_mib = 8")
+	a := newMCP(t, d.url, true).withToken(tokenA)
+	var refusal string
+	rounds := 0
+	for i := range 32 {
+		rounds = i
+		if sc, isErr := a.run("w", fmt.Sprintf(`fs.writeFile("/workspace/big.bin", %q.repeat(7e6)); "written"`, string(rune('a'+i%26)))); isErr {
+			refusal = fmt.Sprint(sc)
+			break
+		} else if n, _ := sc["notice"].(string); n != "" {
+			refusal = n
+			break
+		}
+		if sc, isErr := a.Tool("checkpoint_workspace", map[string]any{"workspace": "w"}); isErr {
+			refusal = fmt.Sprint(sc)
+			break
+		}
+	}
+	if !strings.Contains(refusal, "workspace.max_principal_disk_mib") {
+		t.Fatalf("32 × (7 MB, checkpoint) under a 64 MiB budget: the refusal was %q", refusal)
+	}
+	got := du(dataDir)
+	if got > 64<<20 {
+		t.Fatalf("%d bytes on disk under a 64 MiB budget", got)
+	}
+	t.Logf("refused in round %d with %d bytes on disk: %s", rounds+1, got, refusal)
+	b := newMCP(t, d.url, true).withToken(tokenB)
+	if sc, isErr := b.run("w", `fs.writeFile("/workspace/big.bin", "b".repeat(7e6)); "written"`); isErr || sc["notice"] != nil {
+		t.Fatalf("b's write while a's budget is full: %v", sc)
+	}
+	d.stop()
+}

@@ -78,6 +78,9 @@ type Protocol struct {
 	TaskTTL Duration `toml:"task_ttl"`
 	// MaxTasksPerPrincipal caps the task records one principal has.
 	MaxTasksPerPrincipal int `toml:"max_tasks_per_principal"`
+	// MaxWaitingInputsPerPrincipal caps one principal's 2026-07-28 runs
+	// parked waiting for input; 0 means unlimited.
+	MaxWaitingInputsPerPrincipal int `toml:"max_waiting_inputs_per_principal"`
 }
 
 // Limits bound what one run may use.
@@ -103,6 +106,10 @@ type Workspace struct {
 	IdleTTL        Duration `toml:"idle_ttl"`
 	MaxWorkspaces  int      `toml:"max_workspaces"`
 	MaxDiskMiB     int      `toml:"max_disk_mib"`
+	// MaxPrincipalDiskMiB and MaxWorkspacesPerPrincipal: 0 means derived,
+	// -1 unlimited (see config.toml.example).
+	MaxPrincipalDiskMiB       int `toml:"max_principal_disk_mib"`
+	MaxWorkspacesPerPrincipal int `toml:"max_workspaces_per_principal"`
 }
 
 // Sandbox configures the WebAssembly runtime.
@@ -208,12 +215,13 @@ func Default() Config {
 			ShutdownGrace:     Duration{10 * time.Second},
 		},
 		Protocol: Protocol{
-			ProgressHeartbeat:    Duration{10 * time.Second},
-			SessionIdleTTL:       Duration{time.Hour},
-			InputTimeout:         Duration{5 * time.Minute},
-			TaskAfter:            Duration{5 * time.Second},
-			TaskTTL:              Duration{time.Hour},
-			MaxTasksPerPrincipal: 64,
+			ProgressHeartbeat:            Duration{10 * time.Second},
+			SessionIdleTTL:               Duration{time.Hour},
+			InputTimeout:                 Duration{5 * time.Minute},
+			TaskAfter:                    Duration{5 * time.Second},
+			TaskTTL:                      Duration{time.Hour},
+			MaxTasksPerPrincipal:         64,
+			MaxWaitingInputsPerPrincipal: 16,
 		},
 		Limits: Limits{
 			MaxOutputBytes:      64 << 10,
@@ -377,6 +385,9 @@ func (c *Config) Validate() error {
 	if d := c.Protocol.TaskTTL.Duration; d < time.Second || d > 30*24*time.Hour {
 		bad("protocol.task_ttl", "must be between 1s and 720h (30 days), got %s", c.Protocol.TaskTTL)
 	}
+	if n := c.Protocol.MaxWaitingInputsPerPrincipal; n < 0 {
+		bad("protocol.max_waiting_inputs_per_principal", "must not be negative (0 = unlimited), got %d", n)
+	}
 	if n := c.Protocol.MaxTasksPerPrincipal; n < 1 || n > 100000 {
 		bad("protocol.max_tasks_per_principal", "must be between 1 and 100000, got %d", n)
 	}
@@ -423,6 +434,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Workspace.MaxDiskMiB < 0 {
 		bad("workspace.max_disk_mib", "must not be negative (0 = unlimited), got %d", c.Workspace.MaxDiskMiB)
+	}
+	if c.Workspace.MaxPrincipalDiskMiB < -1 {
+		bad("workspace.max_principal_disk_mib", "must be -1 (unlimited), 0 (derived) or positive, got %d", c.Workspace.MaxPrincipalDiskMiB)
+	}
+	if c.Workspace.MaxWorkspacesPerPrincipal < -1 {
+		bad("workspace.max_workspaces_per_principal", "must be -1 (unlimited), 0 (derived) or positive, got %d", c.Workspace.MaxWorkspacesPerPrincipal)
 	}
 	if len(c.Cluster.Peers) > 0 {
 		seen := map[string]bool{}

@@ -47,6 +47,26 @@ func (f *file) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
 		}
 	}
 	n := f.room(off, len(buf), st.Size)
+	// The Budget shortens the write as the quota does; what it takes is
+	// settled with what was written.
+	var taken int64
+	if grow := off + int64(n) - st.Size; grow > 0 && n > 0 {
+		if miss := q.budget.Missing(grow); miss > 0 {
+			n = int(max(int64(n)-miss, 0))
+			grow = off + int64(n) - st.Size
+		}
+		switch {
+		case n == 0:
+		case grow <= 0:
+		case q.budget.Take(grow):
+			taken = grow
+		default: // taken by another tree meanwhile
+			n = 0
+		}
+		if n == 0 {
+			q.budgetRefused.Add(1)
+		}
+	}
 	if n == 0 && len(buf) > 0 {
 		q.refused.Add(1)
 		return 0, ErrnoQuota
@@ -57,9 +77,9 @@ func (f *file) write(buf []byte, off int64, pwrite bool) (int, sys.Errno) {
 	} else {
 		written, errno = f.File.Write(buf[:n])
 	}
-	if grow := off + int64(written) - st.Size; grow > 0 {
-		q.add(grow)
-	}
+	grow := max(off+int64(written)-st.Size, 0)
+	q.add(grow)
+	q.budget.Add(grow - taken)
 	if written > 0 {
 		q.touch(f.path)
 	}

@@ -31,9 +31,10 @@ import (
 // An FS is safe for concurrent use. Share one FS between all the runners of
 // a workspace so the quota is per workspace, not per runner.
 type FS struct {
-	dir   string
-	inner sys.FS
-	limit int64 // <= 0: unlimited
+	dir    string
+	inner  sys.FS
+	limit  int64   // <= 0: unlimited
+	budget *Budget // shared with other trees; nil: none
 
 	// handles guards root, the os.Root that confinement resolves through:
 	// opened on demand and closed by Release, so that a workspace idle for
@@ -45,8 +46,9 @@ type FS struct {
 	used int64
 	log  *touchLog // the paths changed since Track; nil when not tracking
 
-	refused atomic.Int64
-	closed  atomic.Bool
+	refused       atomic.Int64
+	budgetRefused atomic.Int64
+	closed        atomic.Bool
 }
 
 var _ sys.FS = (*FS)(nil)
@@ -54,7 +56,11 @@ var _ sys.FS = (*FS)(nil)
 // New returns an FS for dir, which must exist, with its usage measured by
 // walking the tree (Usage). limitBytes <= 0 means no quota; paths are
 // confined either way. Close the result when no runner uses it any more.
-func New(dir string, limitBytes int64) (*FS, error) {
+func New(dir string, limitBytes int64) (*FS, error) { return NewInBudget(dir, limitBytes, nil) }
+
+// NewInBudget is New for a tree whose changes are charged to b as well
+// (nil: none), which already counts what the tree holds (see [Budget]).
+func NewInBudget(dir string, limitBytes int64, b *Budget) (*FS, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func New(dir string, limitBytes int64) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, used: used}, nil
+	return &FS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, budget: b, used: used}, nil
 }
 
 // String returns the host directory.
@@ -205,11 +211,11 @@ func (q *FS) Rename(from, to string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var freed int64
+	var freed, freedData int64
 	if _, errno := q.inner.Lstat(f); errno == 0 {
-		freed = q.entryCharge(t)
+		freed, freedData = q.entryCharge(t)
 	}
-	if errno := q.charged(-freed, func() sys.Errno { return q.inner.Rename(f, t) }); errno != 0 {
+	if errno := q.chargedAs(-freed, -freedData, func() sys.Errno { return q.inner.Rename(f, t) }); errno != 0 {
 		return errno
 	}
 	q.touch(t)
@@ -235,10 +241,12 @@ func (q *FS) Unlink(p string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.charged(-q.entryCharge(c), func() sys.Errno { return q.inner.Unlink(c) })
+	freed, freedData := q.entryCharge(c)
+	return q.chargedAs(-freed, -freedData, func() sys.Errno { return q.inner.Unlink(c) })
 }
 
-// Link implements sys.FS. The new name is charged like a copy.
+// Link implements sys.FS. The new name is charged like a copy against the
+// quota, and as an entry against the Budget, which counts data once.
 func (q *FS) Link(oldPath, newPath string) sys.Errno {
 	o, errno := q.checked(oldPath, false)
 	if errno != 0 {
@@ -250,11 +258,11 @@ func (q *FS) Link(oldPath, newPath string) sys.Errno {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	cost := q.entryCharge(o)
+	cost, _ := q.entryCharge(o)
 	if cost == 0 {
 		cost = entryCost
 	}
-	if errno := q.charged(cost, func() sys.Errno { return q.inner.Link(o, n) }); errno != 0 {
+	if errno := q.chargedAs(cost, entryCost, func() sys.Errno { return q.inner.Link(o, n) }); errno != 0 {
 		return errno
 	}
 	q.touch(n)

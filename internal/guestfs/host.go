@@ -15,7 +15,8 @@ import (
 // the guest. Paths are guest paths relative to the root. Errors are
 // *fs.PathError whose Err matches, with errors.Is, a syscall.Errno
 // (syscall.ENOENT, EPERM for a path that leaves the directory, EISDIR,
-// ENOTDIR, …), syscall.EDQUOT when the quota refused the change, or
+// ENOTDIR, …), syscall.EDQUOT when the quota refused the change,
+// syscall.ENOSPC when the Budget did (NewInBudget), or
 // fs.ErrInvalid when the path names something that is not a regular file.
 // The caller must not run a guest on the FS meanwhile (it holds the
 // workspace's turn), so that the quota's refusals are its own.
@@ -70,10 +71,10 @@ func (q *FS) WriteFile(p string, data []byte) (fs.FileInfo, error) {
 			return nil, err
 		}
 	}
-	refused := q.Refused()
+	refused, byBudget := q.Refused(), q.BudgetRefused()
 	failed := func(op string, errno sys.Errno) error {
-		if q.Refused() > refused {
-			return &fs.PathError{Op: op, Path: p, Err: syscall.EDQUOT}
+		if err := q.refusal(op, p, refused, byBudget); err != nil {
+			return err
 		}
 		return pathError(op, p, errno)
 	}
@@ -122,12 +123,25 @@ func (q *FS) mkdirAll(dir string) error {
 			return err
 		}
 	}
-	refused := q.Refused()
+	refused, byBudget := q.Refused(), q.BudgetRefused()
 	if errno := q.Mkdir(dir, 0o755); errno != 0 && errno != sys.EEXIST {
-		if q.Refused() > refused {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.EDQUOT}
+		if err := q.refusal("mkdir", dir, refused, byBudget); err != nil {
+			return err
 		}
 		return pathError("mkdir", dir, errno)
+	}
+	return nil
+}
+
+// refusal is the error of an operation the quota (syscall.EDQUOT) or the
+// Budget (syscall.ENOSPC) refused, given the counts of refusals before it;
+// nil when neither did.
+func (q *FS) refusal(op, p string, refused, byBudget int64) error {
+	switch {
+	case q.BudgetRefused() > byBudget:
+		return &fs.PathError{Op: op, Path: p, Err: syscall.ENOSPC}
+	case q.Refused() > refused:
+		return &fs.PathError{Op: op, Path: p, Err: syscall.EDQUOT}
 	}
 	return nil
 }

@@ -73,10 +73,14 @@ func (q *FS) Used() int64 {
 	return q.used
 }
 
-// Refused counts the operations refused for lack of quota since creation.
-// A caller compares it before and after a run to tell the user why writes
-// failed with an I/O error.
+// Refused counts the operations refused for lack of quota or Budget since
+// creation. A caller compares it before and after a run to tell the user
+// why writes failed with an I/O error.
 func (q *FS) Refused() int64 { return q.refused.Load() }
+
+// BudgetRefused counts the operations among Refused that the Budget
+// refused (the quota would have let them through).
+func (q *FS) BudgetRefused() int64 { return q.budgetRefused.Load() }
 
 // Fits reports whether writing n bytes as the whole content of the file at
 // p (a guest path) stays within the quota, and if not how many bytes are
@@ -95,12 +99,42 @@ func (q *FS) Fits(p string, n int64) (missing int64, ok bool) {
 	return missing, missing == 0
 }
 
-// reserve checks that n more bytes fit under the quota and counts a refusal
-// when they do not. A change that frees bytes (n <= 0) is never refused,
-// even above the quota. Callers hold q.mu.
-func (q *FS) reserve(n int64) sys.Errno {
+// BudgetFits is Fits for the Budget: whether writing n bytes as the whole
+// content of p, replacing what p holds, stays within it. Data p shares
+// with another name stays charged after the replacement.
+func (q *FS) BudgetFits(p string, n int64) (missing int64, ok bool) {
+	if q.budget == nil {
+		return 0, true
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	grow := n + entryCost
+	if c, errno := q.checked(p, false); errno == 0 {
+		if st, errno := q.inner.Lstat(c); errno == 0 && st.Mode.IsRegular() {
+			grow = n
+			if st.Nlink <= 1 {
+				grow -= st.Size
+			}
+		}
+	}
+	missing = q.budget.Missing(grow)
+	return missing, missing == 0
+}
+
+// reserve checks that n more bytes fit under the quota and takes shared
+// bytes from the Budget (which counts data once, so shared may differ from
+// n), and counts a refusal when either does not hold them. A change that
+// frees bytes (<= 0) is never refused, even above a limit. A caller whose
+// operation then fails gives shared back (q.budget.Add(-shared)). Callers
+// hold q.mu.
+func (q *FS) reserve(n, shared int64) sys.Errno {
 	if n > 0 && Excess(q.limit, q.used, n) > 0 {
 		q.refused.Add(1)
+		return ErrnoQuota
+	}
+	if !q.budget.Take(shared) {
+		q.refused.Add(1)
+		q.budgetRefused.Add(1)
 		return ErrnoQuota
 	}
 	return 0
@@ -114,25 +148,35 @@ func (q *FS) add(n int64) {
 // charged runs op when n more bytes fit (reserve) and charges them once op
 // succeeded: every operation that changes usage by a size known before it
 // runs goes through here. Callers hold q.mu.
-func (q *FS) charged(n int64, op func() sys.Errno) sys.Errno {
-	if errno := q.reserve(n); errno != 0 {
+func (q *FS) charged(n int64, op func() sys.Errno) sys.Errno { return q.chargedAs(n, n, op) }
+
+// chargedAs is charged for an operation that costs the Budget shared bytes
+// rather than n (data shared with another name is charged to it once).
+func (q *FS) chargedAs(n, shared int64, op func() sys.Errno) sys.Errno {
+	if errno := q.reserve(n, shared); errno != 0 {
 		return errno
 	}
 	if errno := op(); errno != 0 {
+		q.budget.Add(-shared)
 		return errno
 	}
 	q.add(n)
 	return 0
 }
 
-// entryCharge is what removing the entry named p gives back (0 if absent).
-func (q *FS) entryCharge(p string) int64 {
+// entryCharge is what removing the entry named p gives back (0 if absent):
+// to the quota, and to the Budget, which gets the data back only with its
+// last name.
+func (q *FS) entryCharge(p string) (quota, budget int64) {
 	st, errno := q.inner.Lstat(p)
 	if errno != 0 {
-		return 0
+		return 0, 0
 	}
-	if st.Mode.IsRegular() {
-		return entryCost + st.Size
+	if !st.Mode.IsRegular() {
+		return entryCost, entryCost
 	}
-	return entryCost
+	if st.Nlink > 1 {
+		return entryCost + st.Size, entryCost
+	}
+	return entryCost + st.Size, entryCost + st.Size
 }

@@ -121,6 +121,16 @@ func (q *FS) unshare(p string, truncate bool) sys.Errno {
 		return errno
 	}
 	host := filepath.Join(q.dir, filepath.FromSlash(name))
+	// A copy of the data is new data to the Budget; an empty file is not.
+	var copied int64
+	if !truncate {
+		copied = st.Size
+	}
+	if !q.budget.Take(copied) {
+		q.refused.Add(1)
+		q.budgetRefused.Add(1)
+		return ErrnoQuota
+	}
 	err := atomicfile.Write(host, st.Mode.Perm(), atomicfile.Atomic, func(f *os.File) error {
 		if truncate {
 			return nil // the content is not needed
@@ -128,10 +138,11 @@ func (q *FS) unshare(p string, truncate bool) sys.Errno {
 		return copyInto(f, host)
 	})
 	if err != nil {
+		q.budget.Add(-copied)
 		return sys.UnwrapOSError(err)
 	}
 	if truncate {
-		q.add(-st.Size) // the name now holds an empty file
+		q.add(-st.Size) // the name now holds an empty file; its old data stays charged to the Budget with its other names
 	}
 	return 0
 }

@@ -234,13 +234,26 @@ func (t *tools) follow(ctx context.Context, c *frontend.Call, a execCall, r *liv
 	r.sink.set(rep)
 	defer r.sink.set(nil)
 	stop := context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })
+	refused := false // a question refused for MaxWaitingInputs
 	for {
 		ev := <-r.events
 		if ev.ask == nil {
 			stop()
 			rep.Flush()
 			rep.Stop()
-			return t.execAnswer(ctx, c, a, ev.out, ev.err)
+			res, jerr := t.execAnswer(ctx, c, a, ev.out, ev.err)
+			if er, ok := res.(execResult); ok && refused {
+				er.out.Notice = joinSentences(er.out.Notice, fmt.Sprintf("The code's input() got end of file without asking: "+
+					"this token has %d runs waiting for input already, the most protocol.max_waiting_inputs_per_principal allows. "+
+					"Answer one of them, or reset its workspace, then run the code again.", t.opts.MaxWaitingInputs))
+				res = er
+			}
+			return res, jerr
+		}
+		if n := t.opts.MaxWaitingInputs; n > 0 && t.paused.count(r.principal) >= n {
+			ev.ask.answer <- workspace.InputAnswer{Status: workspace.InputEOF}
+			refused = true
+			continue
 		}
 		if !stop() {
 			// The request ended and the run is being stopped: no one to ask.
@@ -416,6 +429,27 @@ func (p *pausedRuns) takeIn(principal, ws string) []*liveRun {
 		}
 	}
 	return out
+}
+
+// count is how many runs of principal are parked (held by a retry or not).
+func (p *pausedRuns) count(principal string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.m {
+		if r.principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+// joinSentences joins two notices (either may be empty).
+func joinSentences(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
 }
 
 // closeAll forgets every parked run (at shutdown, which cancels them).

@@ -363,9 +363,10 @@ func (noWorkspaces) NewID() string                           { return "new" }
 // the tools' own.
 type testConfig struct {
 	frontend.Options
-	Languages      []string
-	RequestTimeout time.Duration
-	MaxOutputBytes int
+	Languages        []string
+	RequestTimeout   time.Duration
+	MaxOutputBytes   int
+	MaxWaitingInputs int
 }
 
 func testOptions() testConfig {
@@ -400,7 +401,7 @@ func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
 	// The store's sweeper ends with the server, as cmd/execd closes it.
 	context.AfterFunc(s.Detached(), cfg.Options.Tasks.Close)
 	if err := Register(s, Options{Executor: ex, Languages: cfg.Languages, RequestTimeout: cfg.RequestTimeout,
-		MaxOutputBytes: cfg.MaxOutputBytes, Logger: cfg.Logger}); err != nil {
+		MaxOutputBytes: cfg.MaxOutputBytes, MaxWaitingInputs: cfg.MaxWaitingInputs, Logger: cfg.Logger}); err != nil {
 		panic(err)
 	}
 	return s

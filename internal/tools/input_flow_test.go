@@ -141,3 +141,52 @@ func TestParkedRunExpires(t *testing.T) {
 		t.Fatalf("a retry after the timeout: %v", retry)
 	}
 }
+
+// askModern posts a 2026-07-28 execute_code "ask Name?" in workspace ws
+// and returns its last message: input_required, or the result.
+func askModern(c *client, id int, ws string) map[string]any {
+	c.T.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"ask Name?","language":"javascript","workspace":%q},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}}}`, id, ws)
+	var last map[string]any
+	for m := range mcptest.Events(c.Post(context.Background(), body, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code", "Mcp-Param-Workspace": ws})) {
+		last = m
+	}
+	return last
+}
+
+// In 2026-07-28 a run waiting for input holds no request and no run slot,
+// so 1,000 calls of prompt('x') parked 1,000 interpreters. A principal may
+// have at most MaxWaitingInputs waiting: beyond it the code's input() gets
+// end of file at once, the result names the limit, and another principal
+// still gets its question asked.
+func TestWaitingInputsPerPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	os.WriteFile(tokens, []byte("alice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbb\n"), 0o600)
+	cfg := testOptions()
+	cfg.AuthTokensFile = tokens
+	cfg.MaxWaitingInputs = 2
+	_, ts := newHTTP(t, cfg, &fakeExec{})
+	alice := &client{T: t, URL: ts.URL + "/mcp", Token: "aaaaaaaaaaaaaaaaaaaa"}
+	bob := &client{T: t, URL: ts.URL + "/mcp", Token: "bbbbbbbbbbbbbbbbbbbb"}
+	parked := func(m map[string]any) bool {
+		r, _ := m["result"].(map[string]any)
+		return r["resultType"] == "input_required"
+	}
+	for i, ws := range []string{"a", "b"} {
+		if m := askModern(alice, i+1, ws); !parked(m) {
+			t.Fatalf("alice's question %d: %v", i+1, m)
+		}
+	}
+	m := askModern(alice, 3, "c")
+	if parked(m) {
+		t.Fatalf("a third waiting input with a cap of 2: %v", m)
+	}
+	sc, _ := m["result"].(map[string]any)["structuredContent"].(map[string]any)
+	if sc["status"] != "error" || !strings.Contains(fmt.Sprint(sc["notice"]), "protocol.max_waiting_inputs_per_principal") {
+		t.Fatalf("the refused question's result: %v", sc)
+	}
+	if m := askModern(bob, 4, "a"); !parked(m) {
+		t.Fatalf("bob's question while alice is at her cap: %v", m)
+	}
+}

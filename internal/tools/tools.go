@@ -37,6 +37,11 @@ type Options struct {
 	// description tells the model what it can reach and how. False means
 	// it says there is none.
 	Network bool
+	// MaxWaitingInputs caps the runs of one principal parked waiting for
+	// input in 2026-07-28 (ask.go), which hold no request and no run slot:
+	// beyond it the code's input() gets end of file at once, and the
+	// result says which limit. Zero means unlimited.
+	MaxWaitingInputs int
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
 }

@@ -59,10 +59,15 @@ type runState struct {
 	maxInputAnswer int
 	answer         *string
 
-	// show() (interact.go): the images kept, within the engine's limits.
+	// show() (interact.go): the images kept, within the engine's limits,
+	// their bytes held in the memory budget until the run ends
+	// (imageBytes), and those the budget could not hold (imagesRefused).
 	maxImageBytes, maxImages int
+	budget                   *budget
 	mu                       sync.Mutex
 	images                   []Picture
+	imageBytes               int64
+	imagesRefused            int
 
 	// The network (network.go): the run's requests.
 	net *netState

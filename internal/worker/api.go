@@ -61,6 +61,10 @@ type Result struct {
 	// Config.MaxImages, each a recognised image of at most
 	// Config.MaxImageBytes (the guest was refused the others).
 	Images []Picture
+	// ImagesRefused counts the images show() left out because the memory
+	// budget (Config.TotalMemoryMiB) could not hold their bytes: an
+	// image's copy counts against it until the run ends.
+	ImagesRefused int
 	// Network lists the hosts the code's requests reached (each hop of a
 	// redirect counts), in the order first reached; nil when it reached
 	// none.

@@ -120,10 +120,29 @@ func (st *runState) show(mod api.Module, ptr, n uint32) int32 {
 		return showUnreadable
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.images) >= st.maxImages {
+	full := len(st.images) >= st.maxImages
+	st.mu.Unlock()
+	if full {
 		return showTooMany
 	}
+	// The copy is memory the guest caused: the budget holds it until the
+	// run ends (worker.go), as it holds the guest's own. One it cannot
+	// hold, even after idle workspaces are hibernated, is left out, and
+	// the result counts it (Result.ImagesRefused): the guest is not told,
+	// its show() having no code for that.
+	if st.budget != nil && !st.budget.grow(int64(n)) {
+		st.mu.Lock()
+		st.imagesRefused++
+		st.mu.Unlock()
+		return 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.images) >= st.maxImages || st.finished.Load() {
+		st.budget.give(int64(n))
+		return showTooMany
+	}
+	st.imageBytes += int64(n)
 	st.images = append(st.images, Picture{MIME: mime, Data: append([]byte(nil), b...)})
 	return 0
 }

@@ -236,3 +236,40 @@ func TestTimeoutPausesWhileTheGuestWaits(t *testing.T) {
 	}
 	mustRun(t, w, "2", StatusOK)
 }
+
+// An image's copy is memory the guest caused: six runs at once showing
+// eight 2 MiB images each added 330 MB outside the memory budget. show()
+// now charges each copy to the budget until the run ends; one the budget
+// cannot hold is left out and counted, so that the result can say so.
+func TestShowChargesTheMemoryBudget(t *testing.T) {
+	t.Parallel()
+	e := testEngine(t, true)
+	w := newWorker(t, e, WorkerOptions{})
+	mustRun(t, w, "1", StatusOK)
+	b := &budget{limit: int64(len(pngBytes)) + 10}
+	st := &runState{maxImageBytes: 1024, maxImages: 4, budget: b}
+	mod := w.inst.mod
+	ptr := guestBytes(t, w, pngBytes)
+	if got := st.show(mod, ptr, uint32(len(pngBytes))); got != 0 {
+		t.Fatalf("the first image: %d", got)
+	}
+	if got := st.show(mod, ptr, uint32(len(pngBytes))); got != 0 || st.imagesRefused != 1 || len(st.images) != 1 {
+		t.Fatalf("an image the budget cannot hold: show = %d, refused %d, kept %d", got, st.imagesRefused, len(st.images))
+	}
+	if b.used.Load() != int64(len(pngBytes)) || st.imageBytes != int64(len(pngBytes)) {
+		t.Fatalf("budget holds %d bytes for one image of %d", b.used.Load(), len(pngBytes))
+	}
+
+	// A real run: the images are charged while it runs and given back at
+	// its end.
+	code := jsPixel + `for (let i = 0; i < 3; i++) show(b); "shown"`
+	mustRun(t, w, code, StatusOK) // the guest's heap grows to what the code needs
+	before := e.MemoryBytes()
+	r := mustRun(t, w, code, StatusOK)
+	if len(r.Images) != 3 || r.ImagesRefused != 0 {
+		t.Fatalf("%d images, %d refused", len(r.Images), r.ImagesRefused)
+	}
+	if after := e.MemoryBytes(); after != before {
+		t.Fatalf("the budget holds %d bytes after the run, %d before", after, before)
+	}
+}

@@ -62,7 +62,11 @@ func (b *budget) take(n int64, force bool) bool {
 	}
 }
 
-func (b *budget) give(n int64) { b.used.Add(-n) }
+func (b *budget) give(n int64) {
+	if b != nil {
+		b.used.Add(-n)
+	}
+}
 
 // check reports ErrMemoryBudget when n more bytes do not fit now, even
 // without the spares.

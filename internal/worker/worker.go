@@ -214,7 +214,7 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	stopCtx, stopInput := context.WithCancel(context.Background())
 	defer stopInput()
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
-		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
+		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, budget: &w.e.budget, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
 		net: newNetState(context.WithoutCancel(ctx), opts.Network)}
 	sp := &stopper{w: w, st: st, stopInput: stopInput}
 	if !w.e.cfg.StrictTermination {
@@ -260,7 +260,9 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	res.Truncated = stdout.Truncated() || stderr.Truncated()
 	res.BudgetExceeded = inst.mem.refused.Load() > refused
 	st.mu.Lock()
-	res.Images = st.images
+	res.Images, res.ImagesRefused = st.images, st.imagesRefused
+	st.budget.give(st.imageBytes)
+	st.imageBytes = 0
 	st.mu.Unlock()
 	if opts.Network != nil {
 		if reached := opts.Network.Reached(); len(reached) > 0 {

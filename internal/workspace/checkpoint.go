@@ -42,7 +42,7 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 			return "", err
 		}
 	}
-	err := m.withTurn(ctx, principal, id, func(w *ws) error {
+	err := m.turnUnlessAsking(ctx, principal, id, true, refuseAsking("checkpointed"), func(w *ws) error {
 		if _, err := m.prepare(w); err != nil {
 			return err
 		}
@@ -78,7 +78,12 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 		if err := guestfs.CopyTree(w.dir, filepath.Join(tmp, filesDirName)); err != nil {
 			return stateError("could not copy the workspace's files", err)
 		}
+		taken, err := m.takeDisk(w, "the checkpoint", tmp)
+		if err != nil {
+			return err
+		}
 		if err := os.Rename(tmp, filepath.Join(root, name)); err != nil {
+			m.budgetOf(w.key.pdir).Add(-taken)
 			return stateError("could not create the checkpoint", err)
 		}
 		done = true
@@ -168,6 +173,17 @@ func (m *Manager) saveInterpreters(ctx context.Context, w *ws, dir string, to ke
 	return nil
 }
 
+// refuseAsking is the answer of a checkpoint or fork (what) of a workspace
+// whose code waits for input: its interpreter is in the middle of a run
+// and cannot be saved, and the answer may take up to
+// protocol.input_timeout, too long to wait.
+func refuseAsking(what string) func(*ws) error {
+	return func(w *ws) error {
+		return &Error{Code: NotSaveable, Err: ErrNotSaveable, Msg: fmt.Sprintf("workspace %q cannot be %s now: its code is waiting for input, "+
+			"and an interpreter in the middle of a run cannot be saved; answer it (or reset the workspace), then try again; nothing was changed", w.key.id, what)}
+	}
+}
+
 func stateError(msg string, err error) *Error {
 	return &Error{Code: StartFailed, Msg: msg, Err: err}
 }
@@ -186,45 +202,50 @@ func (m *Manager) RestoreCheckpoint(ctx context.Context, principal, id, checkpoi
 		if _, err := m.prepare(w); err != nil {
 			return err
 		}
-		src := filepath.Join(w.state, checkpointDirName, checkpoint)
-		if st, err := os.Stat(filepath.Join(src, filesDirName)); err != nil || !st.IsDir() {
-			return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q has no checkpoint %q", id, checkpoint)}
-		}
-		// The copy is made beside the workspace's directory and swapped in,
-		// so the files are never half replaced.
-		tmp, err := os.MkdirTemp(filepath.Dir(w.dir), tmpPrefix)
-		if err != nil {
-			return stateError("could not restore the checkpoint's files", err)
-		}
-		defer os.RemoveAll(tmp)
-		if err := os.Remove(tmp); err != nil {
-			return stateError("could not restore the checkpoint's files", err)
-		}
-		if err := guestfs.CopyTree(filepath.Join(src, filesDirName), tmp); err != nil {
-			return stateError("could not restore the checkpoint's files", err)
-		}
-		m.closeRunners(w.key, m.takeRunners(w))
-		m.forgetDisk(w)
-		m.forgetRecent(w.key)
-		if err := swapDirs(w.dir, tmp); err != nil {
-			return stateError("could not restore the checkpoint's files", err)
-		}
-		for _, lang := range m.langs.offered() {
-			if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
-				return stateError("could not restore the checkpoint's interpreters", err)
-			}
-			n := readNote(src, lang)
-			if n.hasImage() {
-				if err := guestfs.ShareFile(imagePath(src, lang), imagePath(w.state, lang)); err != nil {
-					return stateError("could not restore the checkpoint's interpreters", err)
-				}
-			}
-			if err := writeNote(w.state, lang, n); err != nil {
-				return stateError("could not restore the checkpoint's interpreters", err)
-			}
-		}
-		return nil
+		return m.metered(w, func() error { return m.restoreCheckpoint(w, id, checkpoint) })
 	})
+}
+
+// restoreCheckpoint is RestoreCheckpoint's work, holding w's turn.
+func (m *Manager) restoreCheckpoint(w *ws, id, checkpoint string) error {
+	src := filepath.Join(w.state, checkpointDirName, checkpoint)
+	if st, err := os.Stat(filepath.Join(src, filesDirName)); err != nil || !st.IsDir() {
+		return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q has no checkpoint %q", id, checkpoint)}
+	}
+	// The copy is made beside the workspace's directory and swapped in,
+	// so the files are never half replaced.
+	tmp, err := os.MkdirTemp(filepath.Dir(w.dir), tmpPrefix)
+	if err != nil {
+		return stateError("could not restore the checkpoint's files", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Remove(tmp); err != nil {
+		return stateError("could not restore the checkpoint's files", err)
+	}
+	if err := guestfs.CopyTree(filepath.Join(src, filesDirName), tmp); err != nil {
+		return stateError("could not restore the checkpoint's files", err)
+	}
+	m.closeRunners(w.key, m.takeRunners(w))
+	m.forgetDisk(w)
+	m.forgetRecent(w.key)
+	if err := swapDirs(w.dir, tmp); err != nil {
+		return stateError("could not restore the checkpoint's files", err)
+	}
+	for _, lang := range m.langs.offered() {
+		if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
+			return stateError("could not restore the checkpoint's interpreters", err)
+		}
+		n := readNote(src, lang)
+		if n.hasImage() {
+			if err := guestfs.ShareFile(imagePath(src, lang), imagePath(w.state, lang)); err != nil {
+				return stateError("could not restore the checkpoint's interpreters", err)
+			}
+		}
+		if err := writeNote(w.state, lang, n); err != nil {
+			return stateError("could not restore the checkpoint's interpreters", err)
+		}
+	}
+	return nil
 }
 
 // swapDirs exchanges the directories dir and other (atomically where the
@@ -261,7 +282,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 	if newID == id {
 		return "", &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 	}
-	err := m.withTurn(ctx, principal, id, func(src *ws) error {
+	err := m.turnUnlessAsking(ctx, principal, id, true, refuseAsking("forked"), func(src *ws) error {
 		if _, err := m.prepare(src); err != nil {
 			return err
 		}
@@ -279,9 +300,15 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if exists(t.dir) || exists(t.state) {
 			return &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 		}
+		m.createMu.Lock()
+		err := m.roomForWorkspace(src.key.pdir)
+		m.createMu.Unlock()
+		if err != nil {
+			return err // before any copy; checked again as the fork is put in place
+		}
 		if limit := m.cfg.diskQuota(); limit > 0 {
 			if used, err := guestfs.Usage(src.dir); err == nil && guestfs.Excess(limit, 0, used) > 0 {
-				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota of %d MiB", used, m.cfg.MaxDiskMiB)}
+				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota (workspace.max_disk_mib = %d)", used, m.cfg.MaxDiskMiB)}
 			}
 		}
 		if err := os.MkdirAll(filepath.Dir(t.state), 0o700); err != nil {
@@ -306,12 +333,23 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if err := guestfs.CopyTree(src.dir, files); err != nil {
 			return stateError("could not copy the workspace's files", err)
 		}
+		m.createMu.Lock()
+		defer m.createMu.Unlock()
+		if err := m.roomForWorkspace(src.key.pdir); err != nil {
+			return err
+		}
+		taken, err := m.takeDisk(src, "the fork", state, files)
+		if err != nil {
+			return err
+		}
 		// State first: a workspace exists once its files do.
 		if err := os.Rename(state, t.state); err != nil {
+			m.budgetOf(src.key.pdir).Add(-taken)
 			return stateError("could not create the fork", err)
 		}
 		if err := os.Rename(files, t.dir); err != nil {
 			os.RemoveAll(t.state)
+			m.budgetOf(src.key.pdir).Add(-taken)
 			return stateError("could not create the fork", err)
 		}
 		return nil

@@ -26,10 +26,15 @@ type Disk interface {
 	// Fits reports whether n bytes as the whole content of p stay within
 	// the quota, and if not how many bytes are missing.
 	Fits(p string, n int64) (missing int64, ok bool)
+	// BudgetFits is Fits for the principal's disk budget the Disk
+	// charges too (guestfs.Budget).
+	BudgetFits(p string, n int64) (missing int64, ok bool)
 	// Used is the bytes charged against the quota now.
 	Used() int64
-	// Refused counts the changes the quota refused since the Disk opened.
+	// Refused counts the changes the quota or the budget refused since the
+	// Disk opened; BudgetRefused those the budget refused.
 	Refused() int64
+	BudgetRefused() int64
 	// Track starts recording the paths changed; Touched stops and returns
 	// them (at most MaxTouched, in the order first changed) and whether
 	// more were changed.
@@ -44,7 +49,8 @@ type Disk interface {
 }
 
 // Errors of a Disk's ReadFile, WriteFile and Info are *fs.PathError
-// wrapping a syscall.Errno, syscall.EDQUOT for the quota, or fs.ErrInvalid
+// wrapping a syscall.Errno, syscall.EDQUOT for the quota, syscall.ENOSPC
+// for the principal's disk budget, or fs.ErrInvalid
 // for what is not a regular file (fileError reads them).
 var _ Disk = (*guestfs.FS)(nil)
 
@@ -52,9 +58,10 @@ var _ Disk = (*guestfs.FS)(nil)
 const MaxTouched = guestfs.MaxTouched
 
 // openDisk opens the Disk of the directory dir, which exists, with a quota
-// of limitBytes (<= 0: none).
-func openDisk(dir string, limitBytes int64) (Disk, error) {
-	d, err := guestfs.New(dir, limitBytes)
+// of limitBytes (<= 0: none), charging the principal's budget b too (nil:
+// none).
+func openDisk(dir string, limitBytes int64, b *guestfs.Budget) (Disk, error) {
+	d, err := guestfs.NewInBudget(dir, limitBytes, b)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,9 @@ func fileError(p string, err error, what string) error {
 	}
 	switch {
 	case errors.Is(err, syscall.EDQUOT):
-		return &Error{Code: LimitReached, Msg: "the workspace's disk quota is full; nothing was written"}
+		return &Error{Code: LimitReached, Msg: "the workspace's disk quota (workspace.max_disk_mib) is full; nothing was written"}
+	case errors.Is(err, syscall.ENOSPC):
+		return &Error{Code: LimitReached, Msg: "this token's disk budget (workspace.max_principal_disk_mib) is full; nothing was written"}
 	case errors.Is(err, fs.ErrInvalid):
 		return &Error{Code: InvalidPath, Msg: fmt.Sprintf("%s is not a regular file", p)}
 	case errors.Is(err, syscall.ENOENT):
@@ -109,7 +111,8 @@ func fileError(p string, err error, what string) error {
 
 // ReadFile reads at most length bytes from offset of the file at p (see
 // CleanPath) in an existing workspace. It takes the workspace's turn, so
-// it waits for a run in progress and sees what the run left. Reading at or
+// it waits for a run in progress and sees what the run left — but for a
+// run whose code waits for input, which it reads beside. Reading at or
 // past the end gives no data. Errors: NotFound (no such workspace),
 // FileNotFound, InvalidPath.
 func (m *Manager) ReadFile(ctx context.Context, principal, id, p string, offset, length int64) (FileData, error) {
@@ -121,17 +124,32 @@ func (m *Manager) ReadFile(ctx context.Context, principal, id, p string, offset,
 		return FileData{}, &Error{Code: InvalidPath, Msg: "offset and length must not be negative"}
 	}
 	var out FileData
-	err = m.withTurn(ctx, principal, id, func(w *ws) error {
-		disk, err := m.prepare(w)
-		if err != nil {
-			return err
-		}
+	read := func(disk Disk) error {
 		info, data, err := disk.ReadFile(rel, offset, length)
 		if err != nil {
 			return fileError(rel, err, "read")
 		}
 		out = FileData{FileInfo: FileInfo{Workspace: id, Path: rel, Size: info.Size(), Modified: info.ModTime()}, Offset: offset, Data: data}
 		return nil
+	}
+	// While the code waits for input the files are read beside it, through
+	// its own Disk (safe for concurrent use): a read must not wait for a
+	// person's answer.
+	asking := func(w *ws) error {
+		m.mu.Lock()
+		disk := w.disk
+		m.mu.Unlock()
+		if disk == nil {
+			return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q does not exist", id)}
+		}
+		return read(disk)
+	}
+	err = m.turnUnlessAsking(ctx, principal, id, true, asking, func(w *ws) error {
+		disk, err := m.prepare(w)
+		if err != nil {
+			return err
+		}
+		return read(disk)
 	})
 	return out, err
 }
@@ -154,8 +172,11 @@ func (m *Manager) WriteFile(ctx context.Context, principal, id, p string, data [
 			return err
 		}
 		if need, ok := disk.Fits(rel, int64(len(data))); !ok {
-			return &Error{Code: LimitReached, Msg: fmt.Sprintf("writing %d bytes to %s would pass the workspace's disk quota of %d MiB (%d bytes are in use, %d more are needed); nothing was written",
+			return &Error{Code: LimitReached, Msg: fmt.Sprintf("writing %d bytes to %s would pass the workspace's disk quota (workspace.max_disk_mib = %d; %d bytes are in use, %d more are needed); nothing was written",
 				len(data), rel, m.cfg.MaxDiskMiB, disk.Used(), need)}
+		}
+		if need, ok := disk.BudgetFits(rel, int64(len(data))); !ok {
+			return m.principalDiskFull(m.budgetOf(w.key.pdir), fmt.Sprintf("writing %d bytes to %s", len(data), rel), need)
 		}
 		info, err := disk.WriteFile(rel, data)
 		if err != nil {

@@ -293,3 +293,74 @@ func TestFilesThatAreNotRegularAreRefused(t *testing.T) {
 		t.Errorf("the fork has the FIFO: %v", err)
 	}
 }
+
+// While a run's code waits for a person (up to protocol.input_timeout),
+// reading the workspace's files does not wait for the answer, and a
+// checkpoint or fork is refused at once (an interpreter in the middle of a
+// run cannot be saved) — also one that was already waiting for the turn
+// when the code began to ask. Without this each waited for the answer.
+func TestWaitingForInputDoesNotHoldReads(t *testing.T) {
+	m := newTestManager(t, Config{MaxConcurrentRuns: 1, MaxRunsPerPrincipal: 1}, newFakeFactory())
+	ctx := context.Background()
+	run(t, m, "p", "a", "write f.txt before")
+	// Another workspace holds the only slot: a's run takes a's turn and
+	// waits for the slot, not yet asking.
+	go run(t, m, "p", "busy", "wait")
+	<-m.f.(*fakeFactory).started
+	in := &askOnce{asked: make(chan string, 1), answer: make(chan string, 1)}
+	done := make(chan Outcome, 1)
+	go func() {
+		out, _ := m.Run(ctx, Request{Principal: "p", Workspace: "a", Language: "javascript", Code: "ask name?", Input: in})
+		done <- out
+	}()
+	waiters := func(n int) {
+		for i := 0; ; i++ {
+			m.mu.Lock()
+			w := m.wss[key{"p", "a"}]
+			got, busy := 0, w != nil && w.busy
+			if busy {
+				got = w.waiters.Len()
+			}
+			m.mu.Unlock()
+			if busy && got >= n {
+				return
+			}
+			if i > 5000 {
+				t.Fatalf("%d calls wait for a's turn, want %d", got, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waiters(0) // a's run holds its turn
+	cpErr := make(chan error, 1)
+	go func() {
+		_, err := m.Checkpoint(ctx, "p", "a", "")
+		cpErr <- err
+	}()
+	waiters(1) // the checkpoint waits for a's turn
+	m.f.(*fakeFactory).release <- struct{}{}
+	<-in.asked
+	select {
+	case err := <-cpErr:
+		if !errors.Is(err, ErrNotSaveable) || !strings.Contains(err.Error(), "waiting for input") {
+			t.Fatalf("a checkpoint waiting when the code began to ask: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		in.answer <- "late"
+		t.Fatal("the checkpoint waited for the person's answer")
+	}
+	if _, err := m.Fork(ctx, "p", "a", "b"); !errors.Is(err, ErrNotSaveable) || !strings.Contains(err.Error(), "waiting for input") {
+		t.Fatalf("a fork while the code waits for input: %v", err)
+	}
+	d, err := m.ReadFile(ctx, "p", "a", "f.txt", 0, 100)
+	if err != nil || string(d.Data) != "before" {
+		t.Fatalf("read_file while the code waits for input: %q, %v", d.Data, err)
+	}
+	in.answer <- "Ada"
+	if out := <-done; out.Result.Status != StatusOK {
+		t.Fatalf("the answered run: %+v", out.Result)
+	}
+	if _, err := m.Checkpoint(ctx, "p", "a", ""); err != nil {
+		t.Fatalf("a checkpoint after the answer: %v", err)
+	}
+}

@@ -142,10 +142,11 @@ func (m *Manager) hibernate(ctx context.Context, w *ws, unsaved ResetReason) (sa
 		if err == nil {
 			size, err = writeImage(w.state, binding{w.key, lang}, img, lastUsed)
 			if err == nil {
+				m.addDisk(w, imagePath(w.state, lang))
 				err = writeNote(w.state, lang, noteSaved)
 			}
 			if err != nil {
-				os.Remove(imagePath(w.state, lang))
+				m.removeImage(w, lang)
 				if e := m.fds.check(err); e == nil {
 					m.log.Error("write image", zap.String("workspace", w.key.id), zap.String("language", lang), zap.Error(err))
 				}
@@ -430,7 +431,7 @@ func (m *Manager) expire(pdir, id string, cutoff time.Time) bool {
 	for _, lang := range m.langs.offered() {
 		p := imagePath(w.state, lang)
 		if info, err := os.Stat(p); err == nil && info.ModTime().Before(cutoff) {
-			os.Remove(p)
+			m.removeImage(w, lang)
 			m.obs.StateLost(lang, ReasonIdleTTL)
 			if err := writeNote(w.state, lang, note(ReasonIdleTTL)); err != nil {
 				m.log.Error("workspace state note", zap.String("workspace", id), zap.Error(err))

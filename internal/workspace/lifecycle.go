@@ -23,13 +23,15 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 		}
 		m.forgetDisk(w)
 		m.forgetRecent(w.key)
-		if err := os.RemoveAll(w.dir); err != nil {
-			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
-		}
-		if err := os.MkdirAll(w.dir, 0o700); err != nil {
-			return &Error{Code: StartFailed, Msg: "could not recreate the workspace's directory", Err: err}
-		}
-		return nil
+		return m.metered(w, func() error {
+			if err := os.RemoveAll(w.dir); err != nil {
+				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
+			}
+			if err := os.MkdirAll(w.dir, 0o700); err != nil {
+				return &Error{Code: StartFailed, Msg: "could not recreate the workspace's directory", Err: err}
+			}
+			return nil
+		})
 	})
 }
 
@@ -55,15 +57,17 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 		w.ready = false
 		m.mu.Unlock()
 		m.forgetRecent(w.key)
-		// The state goes first: files without state read as a workspace
-		// whose state was lost, state without files would come back.
-		if err := os.RemoveAll(w.state); err != nil {
-			return &Error{Code: StartFailed, Msg: "could not delete the workspace's saved state", Err: err}
-		}
-		if err := os.RemoveAll(w.dir); err != nil {
-			return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
-		}
-		return nil
+		return m.metered(w, func() error {
+			// The state goes first: files without state read as a workspace
+			// whose state was lost, state without files would come back.
+			if err := os.RemoveAll(w.state); err != nil {
+				return &Error{Code: StartFailed, Msg: "could not delete the workspace's saved state", Err: err}
+			}
+			if err := os.RemoveAll(w.dir); err != nil {
+				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
+			}
+			return nil
+		})
 	})
 }
 

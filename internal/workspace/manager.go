@@ -45,6 +45,15 @@ type Config struct {
 	MaxWorkspaces int
 	// MaxDiskMiB is the per-workspace disk quota. Zero means unlimited.
 	MaxDiskMiB int
+	// MaxPrincipalDiskMiB bounds everything one principal holds on disk:
+	// its workspaces' files, saved interpreters, checkpoints and forks,
+	// data shared by hard links counted once (principal.go). Zero means
+	// unlimited (and nothing is counted).
+	MaxPrincipalDiskMiB int
+	// MaxWorkspacesPerPrincipal caps the workspaces (directories) one
+	// principal has; a call, write or fork that would make one more is
+	// refused (LimitReached). Zero means unlimited.
+	MaxWorkspacesPerPrincipal int
 	// MaxConcurrentRuns caps runs in flight across all workspaces; further
 	// runs wait (they are never rejected). Zero means runtime.NumCPU().
 	MaxConcurrentRuns int
@@ -113,6 +122,11 @@ type Outcome struct {
 	// because the workspace's disk quota, DiskQuotaBytes, is used up.
 	DiskFull       bool
 	DiskQuotaBytes int64
+	// PrincipalDiskFull reports that writes failed because the
+	// principal's disk budget, PrincipalDiskBytes, is used up
+	// (Config.MaxPrincipalDiskMiB).
+	PrincipalDiskFull  bool
+	PrincipalDiskBytes int64
 	// Files are the regular files under /workspace the run created or
 	// changed, in the order first changed, at most MaxTouched;
 	// FilesTruncated reports that it changed more.
@@ -135,10 +149,12 @@ type ws struct {
 	dir   string // the files
 	state string // the state directory (images, notes, checkpoints)
 
-	refs    int        // calls that hold a pointer to this record
-	busy    bool       // a call (or hibernation) holds the turn
-	waiters *list.List // of *waiter, FIFO
-	running bool       // a Runner.Run is in progress
+	refs    int           // calls that hold a pointer to this record
+	busy    bool          // a call (or hibernation) holds the turn
+	waiters *list.List    // of *waiter, FIFO
+	running bool          // a Runner.Run is in progress
+	asking  bool          // and its code waits for input (heldSlot)
+	askWake chan struct{} // closed when asking becomes true; nil until wanted (askingLocked)
 
 	ready    bool              // the directories were checked by a turn holder
 	runners  map[string]Runner // live interpreters by language
@@ -160,9 +176,10 @@ type Manager struct {
 
 	mu     sync.Mutex
 	wss    map[key]*ws
-	recent map[string][]FileInfo // by principal directory: files changed lately, newest first
-	live   int                   // live runners
-	memory int64                 // the sum of every ws.mem: see setMemLocked
+	recent map[string][]FileInfo     // by principal directory: files changed lately, newest first
+	live   int                       // live runners
+	memory int64                     // the sum of every ws.mem: see setMemLocked
+	disks  map[string]*principalDisk // by principal directory: see budgetOf
 	// idleRoots are the idle workspaces whose file system keeps its root
 	// open, most recently used first, at most IdleRootsKept.
 	idleRoots *list.List
@@ -180,6 +197,7 @@ type Manager struct {
 	overLimit   chan struct{} // a turn ended above a limit: the shedder hibernates
 	shedMu      sync.Mutex    // held by shed
 	shedDone    chan struct{}
+	createMu    sync.Mutex // held to count a principal's workspaces and make one (admitWorkspace)
 	closeOnce   sync.Once
 	drainOnce   sync.Once
 }
@@ -197,7 +215,8 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		return nil, errors.New("workspace: nil Factory")
 	}
 	if cfg.MaxWorkspaces < 0 || cfg.MaxDiskMiB < 0 || cfg.MaxConcurrentRuns < 0 || cfg.MaxRunsPerPrincipal < 0 ||
-		cfg.IdleTTL < 0 || cfg.HibernateAfter < 0 || cfg.MemoryBudget < 0 || cfg.MaxMemoryPerPrincipal < 0 {
+		cfg.IdleTTL < 0 || cfg.HibernateAfter < 0 || cfg.MemoryBudget < 0 || cfg.MaxMemoryPerPrincipal < 0 ||
+		cfg.MaxPrincipalDiskMiB < 0 || cfg.MaxWorkspacesPerPrincipal < 0 {
 		return nil, errors.New("workspace: limits must not be negative")
 	}
 	if log == nil {
@@ -222,6 +241,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		wss:         map[key]*ws{},
 		idleRoots:   list.New(),
 		recent:      map[string][]FileInfo{},
+		disks:       map[string]*principalDisk{},
 		drained:     make(chan struct{}),
 		idle:        make(chan struct{}),
 		stop:        make(chan struct{}),

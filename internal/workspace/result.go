@@ -126,6 +126,9 @@ type Result struct {
 	Duration time.Duration
 	// Images are what the code showed, in order.
 	Images []Picture
+	// ImagesRefused counts the images left out because the daemon's
+	// memory budget could not hold them.
+	ImagesRefused int
 	// Network lists the hosts the code's requests reached, and how many
 	// requests each.
 	Network []HostUse
@@ -142,7 +145,7 @@ type HostUse struct {
 func resultOf(r worker.Result) Result {
 	out := Result{
 		Status: Status(r.Status), Stdout: r.Stdout, Stderr: r.Stderr, Value: r.Value,
-		Truncated: r.Truncated, Duration: r.Duration,
+		Truncated: r.Truncated, Duration: r.Duration, ImagesRefused: r.ImagesRefused,
 	}
 	if e := r.Error; e != nil {
 		out.Error = &GuestError{Type: e.Type, Message: e.Message, Stack: e.Stack}

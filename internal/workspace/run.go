@@ -61,7 +61,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input}
+	slot := &heldSlot{slots: m.slots, principal: w.key.pdir, held: true, in: req.Input, asking: func(a bool) { m.setAsking(w, a) }}
 	defer slot.end()
 
 	disk, err := m.prepare(w)
@@ -72,7 +72,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if err != nil {
 		return err
 	}
-	refused := disk.Refused()
+	refused, byBudget := disk.Refused(), disk.BudgetRefused()
 	m.mu.Lock()
 	w.running = true
 	w.lastUsed = time.Now()
@@ -94,7 +94,11 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	out.BudgetExceeded = res.BudgetExceeded
 	out.Restored = start.restored
 
-	if disk.Refused() > refused {
+	switch {
+	case disk.BudgetRefused() > byBudget:
+		out.PrincipalDiskFull = true
+		out.PrincipalDiskBytes = int64(m.cfg.MaxPrincipalDiskMiB) << 20
+	case disk.Refused() > refused:
 		out.DiskFull = true
 		out.DiskQuotaBytes = m.cfg.diskQuota()
 	}
@@ -112,6 +116,7 @@ type heldSlot struct {
 	slots     *runSlots
 	principal string
 	in        InputSource
+	asking    func(bool) // notes the wait on the workspace (Manager.setAsking)
 
 	mu   sync.Mutex
 	held bool
@@ -120,7 +125,9 @@ type heldSlot struct {
 
 func (h *heldSlot) Input(ctx context.Context, prompt string) worker.InputAnswer {
 	h.release()
+	h.asking(true)
 	ans := workerInput{h.in}.Input(ctx, prompt)
+	h.asking(false)
 	if ctx.Err() != nil {
 		return ans // the run is being stopped: it ends without its slot
 	}
@@ -163,7 +170,12 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	ready, disk := w.ready, w.disk
 	m.mu.Unlock()
 	if !ready {
-		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+		err := m.admitWorkspace(w, func() error { return prepareDirs(w.dir, w.state, m.langs.offered()) })
+		var refused *Error
+		if errors.As(err, &refused) {
+			return nil, refused
+		}
+		if err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
@@ -176,7 +188,7 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	}
 	if disk == nil {
 		var err error
-		if disk, err = openDisk(w.dir, m.cfg.diskQuota()); err != nil {
+		if disk, err = openDisk(w.dir, m.cfg.diskQuota(), m.budgetOf(w.key.pdir)); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}

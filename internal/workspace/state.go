@@ -81,7 +81,7 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	if err := writeNote(w.state, lang, noteLive); err != nil {
 		m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 	}
-	if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
+	if err := m.removeImage(w, lang); err != nil {
 		m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
 	}
 	m.mu.Lock()
@@ -237,7 +237,7 @@ func (m *Manager) dropState(w *ws, why note) {
 		if why != noteNone && (rs[lang] != nil || n.hasImage()) {
 			m.obs.StateLost(lang, ResetReason(why))
 		}
-		os.Remove(imagePath(w.state, lang))
+		m.removeImage(w, lang)
 		if err := writeNote(w.state, lang, why); err != nil && !errors.Is(err, os.ErrNotExist) {
 			m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 		}

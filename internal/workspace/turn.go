@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -156,6 +157,43 @@ func (m *Manager) signalIdleLocked() {
 	}
 }
 
+// errAsking ends a wait for a turn held by a run whose code waits for
+// input (turnUnlessAsking).
+var errAsking = errors.New("the workspace's code waits for input")
+
+// askingLocked returns a channel closed once a run of w waits for input
+// (at once if one does). m.mu is held.
+func (m *Manager) askingLocked(w *ws) <-chan struct{} {
+	if w.askWake == nil {
+		w.askWake = make(chan struct{})
+		if w.asking {
+			close(w.askWake)
+		}
+	}
+	return w.askWake
+}
+
+// setAsking notes that w's run waits for input (or no longer does), and
+// wakes what gives up on that (turnUnlessAsking).
+func (m *Manager) setAsking(w *ws, asking bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.asking = asking
+	if w.askWake == nil {
+		return
+	}
+	select {
+	case <-w.askWake:
+		if !asking {
+			w.askWake = nil // closed: the next wait gets a fresh one
+		}
+	default:
+		if asking {
+			close(w.askWake)
+		}
+	}
+}
+
 // withTurn runs op holding the turn of an existing workspace: one known in
 // memory with runners, or with a directory on disk.
 func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w *ws) error) error {
@@ -165,6 +203,14 @@ func (m *Manager) withTurn(ctx context.Context, principal, id string, op func(w 
 // turn runs op holding the turn of the workspace; with mustExist, only of
 // an existing one (NotFound otherwise).
 func (m *Manager) turn(ctx context.Context, principal, id string, mustExist bool, op func(w *ws) error) error {
+	return m.turnUnlessAsking(ctx, principal, id, mustExist, nil, op)
+}
+
+// turnUnlessAsking is turn for an operation that must not wait for a run
+// whose code waits for input (up to protocol.input_timeout): while that
+// holds the turn, or once it starts waiting, asking (unless nil) is called
+// instead of op, with a reference to w but without its turn.
+func (m *Manager) turnUnlessAsking(ctx context.Context, principal, id string, mustExist bool, asking, op func(w *ws) error) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
@@ -173,7 +219,28 @@ func (m *Manager) turn(ctx context.Context, principal, id string, mustExist bool
 		return err
 	}
 	defer m.unref(w)
-	if err := m.acquireTurn(ctx, w, &queued{}, false); err != nil {
+	wait := ctx
+	if asking != nil {
+		var cancel context.CancelCauseFunc
+		wait, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		m.mu.Lock()
+		wake := m.askingLocked(w)
+		m.mu.Unlock()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-wake:
+				cancel(errAsking)
+			case <-stop:
+			}
+		}()
+	}
+	if err := m.acquireTurn(wait, w, &queued{}, false); err != nil {
+		if errors.Is(context.Cause(wait), errAsking) && ctx.Err() == nil {
+			return asking(w)
+		}
 		return err
 	}
 	defer m.releaseTurn(w)
