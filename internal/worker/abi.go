@@ -64,8 +64,21 @@ type runState struct {
 	mu                       sync.Mutex
 	images                   []Picture
 
-	// The network (network.go): the run's requests.
-	net *netState
+	// The network (network.go): the run's requests, and code mode's tool
+	// calls among them (tools.go).
+	net   *netState
+	tools Tools
+
+	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
+}
+
+// progress hands a report to the run's sink, one at a time.
+func (st *runState) progress(done, total float64, msg string) {
+	st.sinkMu.Lock()
+	defer st.sinkMu.Unlock()
+	if st.sink != nil && !st.finished.Load() {
+		st.sink.Progress(done, total, msg)
+	}
 }
 
 // yieldClock is the origin of runState.yielded.
@@ -81,7 +94,8 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // instantiateHost defines module "execd": progress, interrupted, show,
-// input, input_answer and the network's net_* (network.go).
+// input, input_answer, the network's net_* (network.go) and code mode's
+// tool_call (tools.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -128,6 +142,10 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostNetEnv), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("buf_ptr", "buf_cap").
 		Export("net_env").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostToolCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("req_ptr", "req_len").
+		Export("tool_call").
 		Instantiate(ctx)
 	return err
 }
@@ -152,7 +170,7 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 			msg = string(b)
 		}
 	}
-	st.sink.Progress(done, total, msg)
+	st.progress(done, total, msg)
 }
 
 // hostInterrupted answers the guest's poll, from its interpreter loop and

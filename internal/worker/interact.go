@@ -29,6 +29,9 @@ type RunOptions struct {
 	// Network is the run's network (network.go): the policy the code's
 	// requests go through. Nil: the code has none.
 	Network Network
+	// Tools is code mode's upstream MCP servers as this run may use them
+	// (tools.go). Nil: the code's calls are refused, saying there are none.
+	Tools Tools
 }
 
 // InputSource answers input() for one Run. Input is called on the
