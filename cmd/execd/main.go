@@ -30,6 +30,7 @@ import (
 	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
+	"execd/internal/upstream"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -101,7 +102,12 @@ func run() int {
 		srv       *frontend.Server
 		view      *admin.WorkspaceView
 		taskStore *tasks.Store
+		hub       *upstream.Hub
 	)
+	var upstreams func() []upstream.Status
+	if len(cfg.Upstreams) > 0 {
+		upstreams = func() []upstream.Status { return hub.Status() }
+	}
 	if cfg.Server.AdminListen != "" {
 		view = &admin.WorkspaceView{List: func() []workspace.Info { return mgr.ListAll() }}
 		obs.metrics = admin.NewMetrics(admin.Sources{
@@ -112,6 +118,7 @@ func run() int {
 			Workspaces:  view.Count,
 			Tasks:       func() map[tasks.Status]int { return taskStore.Counts() },
 			EgressHosts: cfg.Network.MetricsHosts,
+			Upstreams:   upstreams,
 		})
 	}
 	net, err := egress.New(cfg.Network, egress.Options{Log: log.Named("egress"), Observer: obs.forEgress()})
@@ -120,6 +127,13 @@ func run() int {
 		return 2
 	}
 	defer net.Close()
+	if hub, err = newHub(ctx, cfg, obs, log.Named("upstream")); err != nil {
+		log.Error("upstream", zap.Error(err))
+		return 2
+	}
+	if hub != nil {
+		defer hub.Close()
+	}
 	var workerObs worker.Observer
 	if obs.metrics != nil {
 		workerObs = obs.metrics
@@ -227,6 +241,7 @@ func run() int {
 		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		Network:        net.Enabled(),
+		Upstreams:      hub,
 		Logger:         log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
@@ -238,7 +253,8 @@ func run() int {
 			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view, Errors: obs.errors, Network: net.Recent,
-			Tasks: func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
+			Tasks:     func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
+			Upstreams: upstreams,
 		}})
 		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
 			log.Error("admin listener", zap.Error(err))

@@ -42,7 +42,7 @@ func (t *tools) addExecuteCode() error {
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
 		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
 		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
-		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace."
+		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace." + t.codeModeDescription()
 	return frontend.AddTool(t.srv, frontend.Tool[execArgs]{
 		Name:        "execute_code",
 		Title:       "Execute code",
@@ -131,6 +131,7 @@ func (t *tools) executeCode(ctx context.Context, c *frontend.Call, in execArgs) 
 	// run slot: a queued call can still be cancelled by its client.
 	out, err := t.exec.Run(ctx, workspace.Request{
 		Principal: c.Principal(), Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: src, Timeout: a.timeout,
+		Tools: t.runTools(c.Principal()),
 	})
 	rep.Flush()
 	rep.Stop()
@@ -224,6 +225,7 @@ func (t *tools) describeRun(ctx context.Context, a execCall, out workspace.Outco
 	for _, h := range r.Network {
 		o.Network = append(o.Network, hostUse{Host: h.Host, Requests: h.Requests})
 	}
+	o.ToolCalls = toolCallsOf(r.ToolCalls)
 	isErr := r.Status != workspace.StatusOK && r.Status != workspace.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself

@@ -12,6 +12,7 @@ import (
 
 	"execd/internal/frontend"
 	"execd/internal/tasks"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -366,6 +367,7 @@ type testConfig struct {
 	Languages      []string
 	RequestTimeout time.Duration
 	MaxOutputBytes int
+	Upstreams      *upstream.Hub
 }
 
 func testOptions() testConfig {
@@ -400,7 +402,7 @@ func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
 	// The store's sweeper ends with the server, as cmd/execd closes it.
 	context.AfterFunc(s.Detached(), cfg.Options.Tasks.Close)
 	if err := Register(s, Options{Executor: ex, Languages: cfg.Languages, RequestTimeout: cfg.RequestTimeout,
-		MaxOutputBytes: cfg.MaxOutputBytes, Logger: cfg.Logger}); err != nil {
+		MaxOutputBytes: cfg.MaxOutputBytes, Logger: cfg.Logger, Upstreams: cfg.Upstreams}); err != nil {
 		panic(err)
 	}
 	return s

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"execd/internal/frontend"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -37,6 +38,13 @@ type Options struct {
 	// description tells the model what it can reach and how. False means
 	// it says there is none.
 	Network bool
+	// Upstreams are code mode's upstream MCP servers: the code may call
+	// their tools, and execute_code's description names them. Nil: none.
+	Upstreams *upstream.Hub
+	// DescriptionBudget bounds the bytes of the upstream tools' signatures
+	// in execute_code's description ([code_mode] description_budget),
+	// shared by the languages. Zero: the Hub's own.
+	DescriptionBudget int
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
 }

@@ -1,0 +1,66 @@
+package tools
+
+import (
+	"strings"
+
+	"execd/internal/upstream"
+	"execd/internal/workspace"
+)
+
+// Code mode: the code calls the tools of the operator's upstream MCP
+// servers (internal/upstream). execute_code's description names them as
+// typed signatures; each run gets its own upstream.Run (its principal, its
+// count of calls against max_calls_per_run); the result lists the calls.
+
+// everyPrincipal asks Hub.Signatures for the upstreams open to every
+// principal (no principals key): execute_code's description is one for
+// all callers, so it names only those; tools.list() lists the rest to the
+// principals that may use them. No principal is called "".
+const everyPrincipal = ""
+
+// codeModeDescription is what execute_code's description says of the
+// upstream tools; "" without upstreams.
+func (t *tools) codeModeDescription() string {
+	h := t.opts.Upstreams
+	if h == nil || len(h.Names()) == 0 {
+		return ""
+	}
+	var parts []string
+	langs := t.opts.Languages
+	budget := t.opts.DescriptionBudget / max(1, len(langs))
+	for _, l := range langs {
+		switch l {
+		case "javascript":
+			parts = append(parts, "JavaScript: `await tools.<server>.<tool>({...})` returns the tool's structured content, else its text (parsed when JSON); "+
+				"a failure throws ToolError (e.code says why); `tools.list()` lists every tool you may call with its inputSchema and access (\"ask\" tools need the user's approval). Signatures:\n"+
+				h.Signatures(everyPrincipal, "javascript", budget))
+		case "python":
+			parts = append(parts, "Python: `from execd import tools`; `tools.<server>.<tool>(**args)`, failures raise execd.ToolError; `tools.list()`; `help(tools.<server>.<tool>)` describes one. Signatures:\n"+
+				h.Signatures(everyPrincipal, "python", budget))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " Tools of other MCP servers (code mode): call them from the code and return only what matters; every call counts against a per-run limit. " +
+		strings.Join(parts, "\n")
+}
+
+// runTools is the run's use of the upstreams, nil without any.
+func (t *tools) runTools(principal string) workspace.Tools {
+	if t.opts.Upstreams == nil {
+		return nil
+	}
+	return t.opts.Upstreams.NewRun(principal, nil)
+}
+
+// toolCallsOf is the result's toolCalls.
+func toolCallsOf(calls []workspace.ToolCall) []toolCallUse {
+	var out []toolCallUse
+	for _, c := range calls {
+		out = append(out, toolCallUse{Server: c.Server, Tool: c.Tool, Outcome: c.Outcome, Count: c.Count})
+	}
+	return out
+}
+
+var _ workspace.Tools = (*upstream.Run)(nil)
