@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"execd/internal/egress"
-	"execd/internal/upstream"
 	"execd/internal/frontend"
 	"execd/internal/tasks"
+	"execd/internal/upstream"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
