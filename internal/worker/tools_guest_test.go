@@ -272,3 +272,50 @@ func TestToolsWithoutUpstreams(t *testing.T) {
 		t.Errorf("= %s\nwant %s", describe(r), want)
 	}
 }
+
+// Upstream failures reach the code as ToolErrors that say what happened
+// and name the key that decides; the run and the interpreter go on.
+func TestToolFailuresInTheGuests(t *testing.T) {
+	h := toolsHub(t, func(u *config.Upstream) { u.CallTimeout = config.Duration{Duration: 300 * time.Millisecond} })
+	slowOK := toolsHub(t, nil)
+	down := toolsHub(t, func(u *config.Upstream) { u.Command = []string{filepath.Join(t.TempDir(), "no-such-server")} })
+	for _, c := range []struct {
+		name      string
+		hub       *upstream.Hub
+		call      string // JavaScript; the Python twin is derived
+		code      string
+		msg       string
+		thenWorks bool
+	}{
+		{"crash mid-call", h, `crash()`, "unavailable", "went away during the call", true},
+		{"hang", h, `hang()`, "timeout", "within 300ms (call_timeout of [[upstream]]", true},
+		{"50 MB answer", slowOK, `big({bytes: 50000000})`, "too_large", "limits.max_output_bytes", true},
+		{"garbage", h, `garbage()`, "unavailable", "", true},
+		{"upstream down", down, `echo({text: "x"})`, "unavailable", "fake", false},
+	} {
+		for _, lang := range []string{"javascript", "python"} {
+			t.Run(c.name+"/"+lang, func(t *testing.T) {
+				w := newLangWorker(t, lang)
+				code := `let e; try { await tools.fake.` + c.call + ` } catch (x) { e = x }; [e.name, e.code, e.message]`
+				if lang == "python" {
+					pyCall := strings.NewReplacer("({bytes: 50000000})", "(bytes=50000000)", `({text: "x"})`, `(text="x")`).Replace(c.call)
+					code = "from execd import tools, ToolError\ntry:\n    tools.fake." + pyCall + "\nexcept ToolError as x:\n    e = x\n[type(e).__name__, e.code, str(e)]"
+				}
+				r := runTools(t, w, c.hub, code, StatusOK)
+				v := value(r)
+				if !strings.Contains(v, "ToolError") || !strings.Contains(v, c.code) || !strings.Contains(v, c.msg) {
+					t.Errorf("= %s; want a ToolError %s saying %q", v, c.code, c.msg)
+				}
+				if c.thenWorks {
+					next := `await tools.fake.echo({text: "again"})`
+					if lang == "python" {
+						next = `tools.fake.echo(text="again")`
+					}
+					if r := runTools(t, w, c.hub, next, StatusOK); !strings.Contains(value(r), "again") {
+						t.Errorf("the next call: %s", value(r))
+					}
+				}
+			})
+		}
+	}
+}
