@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"execd/internal/mcptest"
 )
 
 // Code mode through the daemon: an [[upstream]] (the fake stdio server of
@@ -78,4 +80,77 @@ let e; try { await tools.fake.delete_repo({name: "x"}) } catch (x) { e = x.code 
 		st.Upstreams[0].Calls["ok"] != 5 || st.Upstreams[0].Calls["refused"] != 1 {
 		t.Errorf("/status.json's upstreams: %+v", st.Upstreams)
 	}
+}
+
+// A tool of ask is put to the person through the path of input():
+// legacy elicitation on the call's stream (yes, no, always), and
+// input_required in 2026-07-28.
+func TestCodeModeAsksThePerson(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	d := startDaemon(t, t.TempDir(), "", fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\nask = [\"echo\"]\n", bin))
+	code := `const r = [];
+for (const t of ["a", "b"]) { try { r.push(await tools.fake.echo({text: t})) } catch (e) { r.push(e.code) } }
+r`
+	legacy := newMCP(t, d.url, false)
+	legacy.InitializeWith(`{"elicitation":{}}`)
+	pyCode := "from execd import tools, ToolError\nr = []\nfor t in 'ab':\n    try:\n        r.append(tools.fake.echo(text=t))\n    except ToolError as e:\n        r.append(e.code)\nr"
+	for _, tc := range []struct {
+		lang, code string
+		answers    []string
+		want       string
+	}{
+		{"javascript", code, []string{"yes", "no"}, `["a", "denied"]`},
+		{"javascript", code, []string{"always"}, `["a", "b"]`}, // asked once
+		{"python", pyCode, []string{"no", "yes"}, `['denied', 'b']`},
+	} {
+		ev := legacy.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
+		var sc map[string]any
+		asked := 0
+		for m := range ev {
+			if m["method"] == "elicitation/create" {
+				msg := fmt.Sprint(m["params"].(map[string]any)["message"])
+				if !strings.Contains(msg, "Code in workspace ask wants to call fake.echo") || !strings.Contains(msg, `"text"`) {
+					t.Errorf("the question: %s", msg)
+				}
+				if asked >= len(tc.answers) {
+					t.Fatalf("asked %d times; answers %v", asked+1, tc.answers)
+				}
+				legacy.Respond(m["id"], accept(tc.answers[asked]))
+				asked++
+				continue
+			}
+			if m["id"] != nil {
+				var err error
+				if sc, _, err = mcptest.Structured(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if sc["result"] != tc.want || asked != len(tc.answers) {
+			t.Errorf("answers %v: asked %d times, %v", tc.answers, asked, sc)
+		}
+	}
+	// Without a client that can be asked, the call is refused at once.
+	plain := newMCP(t, d.url, false)
+	plain.Initialize()
+	if sc, _ := plain.run("ask2", code); sc["result"] != `["refused", "refused"]` {
+		t.Errorf("without elicitation: %v", sc)
+	}
+
+	modern := newMCP(t, d.url, true)
+	first := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", nil)
+	res := first["result"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") {
+		t.Fatalf("modern: %v", first)
+	}
+	retry := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", map[string]any{"requestState": state,
+		"inputResponses": map[string]any{"input": accept("yes")}})
+	if sc, isErr, err := mcptest.Structured(retry); err != nil || isErr || sc["result"] != `"m"` {
+		t.Fatalf("modern retry: %v %v", retry, err)
+	}
+	d.stop()
 }

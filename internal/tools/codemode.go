@@ -1,7 +1,11 @@
 package tools
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"execd/internal/upstream"
 	"execd/internal/workspace"
@@ -46,12 +50,68 @@ func (t *tools) codeModeDescription() string {
 		strings.Join(parts, "\n")
 }
 
-// runTools is the run's use of the upstreams, nil without any.
-func (t *tools) runTools(principal string) workspace.Tools {
+// runTools is the run's use of the upstreams, nil without any. A call of
+// a tool of ask is put to the person through the run's input path
+// (approve).
+func (t *tools) runTools(principal, ws string) workspace.Tools {
 	if t.opts.Upstreams == nil {
 		return nil
 	}
-	return t.opts.Upstreams.NewRun(principal, nil)
+	return t.opts.Upstreams.NewRun(principal, func(ctx context.Context, a upstream.Approval) (upstream.Decision, error) {
+		return approve(ctx, ws, a)
+	})
+}
+
+// maxApprovalArgs bounds the arguments an approval's question shows.
+const maxApprovalArgs = 2000
+
+// approve asks the person whether the code may call a tool of ask, in
+// the words of input(): the answer "yes" allows this call, "always" the
+// run's later calls of the tool too, anything else declines.
+func approve(ctx context.Context, ws string, a upstream.Approval) (upstream.Decision, error) {
+	args := cut(string(a.Arguments), maxApprovalArgs)
+	where := "this workspace"
+	if ws != "" {
+		where = "workspace " + ws
+	}
+	what := ""
+	if a.Description != "" {
+		what = " (" + firstDescLine(a.Description, 200) + ")"
+	}
+	prompt := fmt.Sprintf("Code in %s wants to call %s.%s%s with %s. Allow? Answer yes (this call), always (every call of it for the rest of this run) or no.",
+		where, a.Upstream, a.Tool, what, args)
+	ans := workspace.AskPerson(ctx, prompt)
+	switch ans.Status {
+	case workspace.InputOK:
+		switch strings.ToLower(strings.TrimSpace(ans.Text)) {
+		case "yes", "y", "once", "allow", "allow once":
+			return upstream.AllowOnce, nil
+		case "always", "a", "run", "allow for the rest of this run":
+			return upstream.AllowForRun, nil
+		}
+		return upstream.Deny, nil
+	case workspace.InputEOF:
+		return upstream.Deny, nil
+	case workspace.InputTimedOut:
+		return upstream.Deny, errors.New("nobody answered in time (protocol.input_timeout)")
+	}
+	return upstream.Deny, errors.New("the client cannot be asked (it supports neither elicitation nor input_required)")
+}
+
+func firstDescLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return cut(s, n)
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // toolCallsOf is the result's toolCalls.

@@ -131,7 +131,7 @@ func (t *tools) executeCode(ctx context.Context, c *frontend.Call, in execArgs) 
 	// run slot: a queued call can still be cancelled by its client.
 	out, err := t.exec.Run(ctx, workspace.Request{
 		Principal: c.Principal(), Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: src, Timeout: a.timeout,
-		Tools: t.runTools(c.Principal()),
+		Tools: t.runTools(c.Principal(), a.workspace),
 	})
 	rep.Flush()
 	rep.Stop()

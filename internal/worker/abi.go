@@ -51,7 +51,7 @@ type runState struct {
 	// input() (interact.go): the source, a context that ends when the
 	// run is asked to stop, the run's timer, the time spent waiting, the
 	// longest answer taken and the answer held for execd.input_answer
-	// (the last three: the guest's goroutine only).
+	// (the last two: the guest's goroutine only; waited: under askMu).
 	input          InputSource
 	stopCtx        context.Context
 	timer          *runTimer
@@ -70,6 +70,7 @@ type runState struct {
 	tools Tools
 
 	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
+	askMu  sync.Mutex // one question to the person at a time; guards waited (interact.go)
 }
 
 // progress hands a report to the run's sink, one at a time.

@@ -114,7 +114,7 @@ func (st *runState) toolCall(mod api.Module, ptr, n uint32) int32 {
 	if err := json.Unmarshal(b, &req); err != nil {
 		return fail(string(upstream.CodeBadArguments), "tools: the call is malformed")
 	}
-	ctx, cancel := context.WithCancel(ns.ctx)
+	ctx, cancel := context.WithCancel(context.WithValue(ns.ctx, askKey{}, st))
 	c := &netCall{tool: true, cancel: cancel}
 	id := ns.add(c, false)
 	ns.wg.Add(1)
@@ -221,4 +221,24 @@ func (n *netState) madeCalls() []ToolCall {
 		return nil
 	}
 	return append([]ToolCall(nil), n.toolCalls...)
+}
+
+// askKey carries a tool call's runState to AskPerson.
+type askKey struct{}
+
+// AskPerson asks the person a question on behalf of a tool call, through
+// the same path as the code's input() (the run's RunOptions.Input), one
+// question at a time, the run's timer stopped meanwhile. ctx is the one
+// Tools.Call was given (an upstream.Approver's); outside a tool call, or
+// in a run without Input, nobody can be asked (InputNoClient). A stop of
+// the run ends the wait.
+func AskPerson(ctx context.Context, prompt string) InputAnswer {
+	st, _ := ctx.Value(askKey{}).(*runState)
+	if st == nil || st.input == nil || st.finished.Load() {
+		return InputAnswer{Status: InputNoClient}
+	}
+	if len(prompt) > maxPrompt {
+		prompt = prompt[:maxPrompt]
+	}
+	return st.askPerson(prompt)
 }

@@ -178,3 +178,24 @@ func resultOf(r worker.Result) Result {
 // to the run, which holds the workspace's turn, so a workspace is never
 // hibernated while one is in flight.
 type Tools = worker.Tools
+
+// AskPerson asks the person a question on behalf of an upstream tool call
+// of a run (code mode: an upstream.Approver's ctx), through the run's
+// Request.Input, as the code's input() does: one question at a time, the
+// run's timeout stopped meanwhile, its run slot given back. Without
+// Input, InputNoClient.
+func AskPerson(ctx context.Context, prompt string) InputAnswer {
+	a := worker.AskPerson(ctx, prompt)
+	var st InputStatus
+	switch a.Status {
+	case worker.InputOK:
+		st = InputOK
+	case worker.InputEOF:
+		st = InputEOF
+	case worker.InputTimedOut:
+		st = InputTimedOut
+	default:
+		st = InputNoClient
+	}
+	return InputAnswer{Status: st, Text: a.Text}
+}
