@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"execd/internal/mcptest"
 )
@@ -151,6 +152,49 @@ r`
 		"inputResponses": map[string]any{"input": accept("yes")}})
 	if sc, isErr, err := mcptest.Structured(retry); err != nil || isErr || sc["result"] != `"m"` {
 		t.Fatalf("modern retry: %v %v", retry, err)
+	}
+	d.stop()
+}
+
+// A workspace whose run waits for an upstream call does not hibernate:
+// an idle workspace used after the call began is saved, the busy one is
+// not.
+func TestCodeModeCallInFlightDoesNotHibernate(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	d := startDaemon(t, data, "", fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\n", bin), `hibernate_after = "1s"`)
+	busy := newMCP(t, d.url, false)
+	busy.Initialize()
+	ev := busy.Stream("tools/call", map[string]any{"name": "execute_code", "_meta": map[string]any{"progressToken": "p"},
+		"arguments": map[string]any{"code": `globalThis.kept = 1; await tools.fake.hang()`, "language": "javascript", "workspace": "busy"}})
+	for m := range ev { // the fake reports "started" once it has the call
+		if m["method"] == "notifications/progress" && strings.Contains(fmt.Sprint(m["params"]), "started") {
+			break
+		}
+		if m["id"] != nil {
+			t.Fatalf("the run ended first: %v", m)
+		}
+	}
+	c := newMCP(t, d.url, true)
+	if sc, isErr := c.run("idle", "1"); isErr {
+		t.Fatal(sc)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		imgs := strings.Join(images(t, data), " ")
+		if strings.Contains(imgs, "/busy/") {
+			t.Fatalf("the workspace with a call in flight was hibernated: %s", imgs)
+		}
+		if strings.Contains(imgs, "/idle/") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle workspace did not hibernate within 30 s\n%s", d.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	d.stop()
 }
