@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -195,6 +196,46 @@ func TestCodeModeCallInFlightDoesNotHibernate(t *testing.T) {
 			t.Fatalf("the idle workspace did not hibernate within 30 s\n%s", d.logs())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	d.stop()
+}
+
+// A client's cancel of the run (legacy notifications/cancelled) reaches
+// the upstream as notifications/cancelled of the call in flight, from
+// either guest, and the upstream's progress reached the client first.
+func TestCodeModeCancelReachesTheUpstream(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	d := startDaemon(t, t.TempDir(), "", fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\n", bin))
+	c := newMCP(t, d.url, false)
+	c.Initialize()
+	for i, tc := range []struct{ lang, code string }{
+		{"javascript", `await tools.fake.hang()`},
+		{"python", "from execd import tools\ntools.fake.hang()"},
+	} {
+		id := 900 + i
+		body, hdr := c.Request(id, "tools/call", map[string]any{"name": "execute_code", "_meta": map[string]any{"progressToken": "p"},
+			"arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "cancel-" + tc.lang}})
+		ev := mcptest.Events(c.Post(context.Background(), string(body), hdr))
+		started := false
+		for m := range ev {
+			if m["method"] == "notifications/progress" && strings.Contains(fmt.Sprint(m["params"]), "started") {
+				started = true
+				c.Post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id), hdr).Body.Close()
+			}
+			if m["id"] != nil {
+				t.Fatalf("%s: the cancelled call was answered: %v", tc.lang, m)
+			}
+		}
+		if !started {
+			t.Fatalf("%s: no progress from the upstream reached the client", tc.lang)
+		}
+		sc, isErr := c.run("check", `(await tools.fake.received({waitCancel: true})).cancels.length`)
+		if isErr || sc["result"] != fmt.Sprint(i+1) {
+			t.Errorf("%s: cancels the upstream received: %v", tc.lang, sc)
+		}
 	}
 	d.stop()
 }
