@@ -83,6 +83,7 @@ def _list():
     if "error" in a:
         raise ToolError(a["error"], code=a.get("code", ""))
     _listed.clear()
+    _callers.clear()
     for t in a["tools"]:
         by = _listed.setdefault(t["server"], {})
         by[t["name"]] = by[t["ident"]] = t
@@ -137,6 +138,10 @@ def _caller(server, name, entry):
     return call
 
 
+# The callers made, (server, name) -> function; made anew after a listing.
+_callers = {}
+
+
 class _Server:
     __slots__ = ("_name",)
 
@@ -146,6 +151,9 @@ class _Server:
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        f = _callers.get((self._name, name))
+        if f is not None:
+            return f
         entry = _listed.get(self._name, {}).get(name)
         if entry is None:
             try:
@@ -153,7 +161,8 @@ class _Server:
             except ToolError:
                 pass
             entry = _listed.get(self._name, {}).get(name)
-        return _caller(self._name, name, entry)
+        f = _callers[(self._name, name)] = _caller(self._name, name, entry)
+        return f
 
     def __setattr__(self, name, value):
         raise AttributeError("tools.%s is read-only" % self._name)
@@ -170,6 +179,9 @@ class _Server:
         return "<tools.%s: dir() lists its tools>" % self._name
 
 
+_servers = {}
+
+
 class _Tools:
     """The tools of the operator's upstream MCP servers: tools.<server>.<tool>(**args),
     tools.list(); help(tools.<server>.<tool>) describes one."""
@@ -183,7 +195,10 @@ class _Tools:
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return _Server(name)
+        s = _servers.get(name)
+        if s is None:
+            s = _servers[name] = _Server(name)
+        return s
 
     def __setattr__(self, name, value):
         raise AttributeError("tools is read-only")
