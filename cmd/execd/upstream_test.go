@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -236,6 +237,34 @@ func TestCodeModeCancelReachesTheUpstream(t *testing.T) {
 		if isErr || sc["result"] != fmt.Sprint(i+1) {
 			t.Errorf("%s: cancels the upstream received: %v", tc.lang, sc)
 		}
+	}
+	d.stop()
+}
+
+// A principal not in an upstream's principals neither sees its tools
+// (tools.list(), execute_code's description) nor can call them by
+// guessing names: the call fails as for a name that does not exist.
+func TestCodeModePrincipals(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("alice alice-token-0123456789\nbob bob-token-0123456789ab\n"), 0o600)
+	d := startDaemon(t, t.TempDir(), fmt.Sprintf("auth_tokens_file = %q", tokens),
+		fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\nprincipals = [\"alice\"]\n", bin))
+	alice := newMCP(t, d.url, true).withToken("alice-token-0123456789")
+	bob := newMCP(t, d.url, true).withToken("bob-token-0123456789ab")
+	code := `let e = "none"; try { await tools.fake.echo({text: "x"}) } catch (x) { e = x.code + ": " + x.message }
+[tools.list().length > 0, e]`
+	if sc, isErr := alice.run("p", code); isErr || sc["result"] != `[true, "none"]` {
+		t.Errorf("alice: %v", sc)
+	}
+	if sc, isErr := bob.run("p", code); isErr || sc["result"] != `[false, "unknown_tool: tools.fake.echo is not a tool this code may call (tools.list() lists them)"]` {
+		t.Errorf("bob: %v", sc)
+	}
+	if list := fmt.Sprint(bob.RPC("tools/list", nil, nil)); strings.Contains(list, "tools.fake.") {
+		t.Errorf("bob's tools/list names alice's upstream: %.2000s", list)
 	}
 	d.stop()
 }
