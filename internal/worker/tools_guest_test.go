@@ -95,6 +95,7 @@ func TestToolsInJavaScript(t *testing.T) {
 		{"list", `const l = tools.list(); const echo = l.find((t) => t.name === "echo"), ci = l.find((t) => t.name === "create-issue");
 			[l.every((t) => t.server === "fake"), echo.description, echo.access, echo.inputSchema.required, ci.access, Object.keys(echo).sort()]`,
 			`[true, "Echoes its text. Nothing else.", "allow", ["text"], "ask", ["access", "description", "inputSchema", "name", "server"]]`},
+		{"progress flood", `await tools.fake.flood({n: 20000})`, `"flooded"`},
 		{"not a thenable", `const t = await tools; typeof t.fake.echo`, `"function"`},
 		{"prints", `[tools, tools.fake]`, `[tools {list: [Function: list], <upstream>: {<tool>: [Function]}}, tools.fake {<tool>: [Function]}]`},
 	} {
