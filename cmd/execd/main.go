@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -127,7 +128,8 @@ func run() int {
 		return 2
 	}
 	defer net.Close()
-	if hub, err = newHub(ctx, cfg, obs, log.Named("upstream")); err != nil {
+	var upstreamsChanged atomic.Pointer[func()]
+	if hub, err = newHub(ctx, cfg, obs, log.Named("upstream"), &upstreamsChanged); err != nil {
 		log.Error("upstream", zap.Error(err))
 		return 2
 	}
@@ -235,18 +237,27 @@ func run() int {
 		log.Error("front end", zap.Error(err))
 		return 1
 	}
-	if err := tools.Register(srv, tools.Options{
+	toolOpts := tools.Options{
 		Executor:       exec,
 		Languages:      engine.Languages(),
 		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		Network:        net.Enabled(),
 		Upstreams:      hub,
-		Logger:         log.Named("tools"),
-	}); err != nil {
+		// shared by the languages' signatures
+		DescriptionBudget: cfg.CodeMode.DescriptionBudget,
+		Logger:            log.Named("tools"),
+	}
+	if err := tools.Register(srv, toolOpts); err != nil {
 		log.Error("tools", zap.Error(err))
 		return 1
 	}
+	renew := func() {
+		if err := tools.UpstreamToolsChanged(srv, toolOpts); err != nil {
+			log.Warn("execute_code's description", zap.Error(err))
+		}
+	}
+	upstreamsChanged.Store(&renew)
 	if a := cfg.Server.AdminListen; a != "" {
 		h := admin.Handler(admin.Options{Metrics: obs.metrics, Listen: a, Status: &admin.StatusSources{
 			Version: version, Started: started, Limits: limitsShown(cfg, engine.MemoryBudget()),

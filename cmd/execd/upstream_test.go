@@ -268,3 +268,28 @@ func TestCodeModePrincipals(t *testing.T) {
 	}
 	d.stop()
 }
+
+// When an upstream's tools change (notifications/tools/list_changed),
+// execute_code's description names the new ones.
+func TestCodeModeToolsChange(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	d := startDaemon(t, t.TempDir(), "", fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\n", bin))
+	c := newMCP(t, d.url, true)
+	if list := fmt.Sprint(c.RPC("tools/list", nil, nil)); !strings.Contains(list, "tools.fake.echo(") || strings.Contains(list, "tools.fake.extra(") {
+		t.Fatalf("before the change: %.3000s", list)
+	}
+	if sc, isErr := c.run("ch", `await tools.fake.change()`); isErr || sc["result"] != `"changed"` {
+		t.Fatal(sc)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(fmt.Sprint(c.RPC("tools/list", nil, nil)), "tools.fake.extra(") {
+		if time.Now().After(deadline) {
+			t.Fatalf("execute_code's description does not name the new tool after 20 s\n%s", d.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.stop()
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"execd/internal/frontend"
 	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
@@ -48,6 +49,15 @@ func (t *tools) codeModeDescription() string {
 	}
 	return " Tools of other MCP servers (code mode): call them from the code and return only what matters; every call counts against a per-run limit. " +
 		strings.Join(parts, "\n")
+}
+
+// UpstreamToolsChanged renews execute_code's description on srv, for
+// upstream.Options.OnToolsChanged: the tools/list answers that follow
+// name the upstreams' tools as they are now (a modern client re-lists
+// within the list's ttlMs). opts are Register's.
+func UpstreamToolsChanged(srv *frontend.Server, opts Options) error {
+	t := &tools{opts: opts.withDefaults(), srv: srv}
+	return srv.SetDescription("execute_code", t.executeCodeDescription())
 }
 
 // runTools is the run's use of the upstreams, nil without any. A call of

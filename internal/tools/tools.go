@@ -49,6 +49,14 @@ type Options struct {
 	Logger *zap.Logger
 }
 
+// withDefaults fills in what the zero values of o mean.
+func (o Options) withDefaults() Options {
+	if len(o.Languages) == 0 {
+		o.Languages = []string{"javascript"}
+	}
+	return o
+}
+
 // tools are execd's tools registered on one engine.
 type tools struct {
 	opts   Options
@@ -68,9 +76,7 @@ func Register(srv *frontend.Server, opts Options) error {
 	if opts.Executor == nil {
 		return errors.New("tools: Options.Executor is required")
 	}
-	if len(opts.Languages) == 0 {
-		opts.Languages = []string{"javascript"}
-	}
+	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
