@@ -38,8 +38,8 @@ type ToolCall struct {
 	Count   int
 }
 
-// maxToolCallKinds bounds Result.ToolCalls: the calls beyond it are
-// counted in the last entry's place only by the upstream's counters.
+// maxToolCallKinds bounds Result.ToolCalls: calls of further tools and
+// outcomes are left out of it (the upstream's metrics still count them).
 const maxToolCallKinds = 100
 
 // toolRequest is what tool_call reads: a call, or {"list": true}.

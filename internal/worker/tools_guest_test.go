@@ -97,6 +97,7 @@ func TestToolsInJavaScript(t *testing.T) {
 			`[true, "Echoes its text. Nothing else.", "allow", ["text"], "ask", ["access", "description", "inputSchema", "name", "server"]]`},
 		{"progress flood", `await tools.fake.flood({n: 20000})`, `"flooded"`},
 		{"not a thenable", `const t = await tools; typeof t.fake.echo`, `"function"`},
+		{"not serialised", `JSON.stringify({t: tools.fake})`, `"{\"t\":{}}"`},
 		{"prints", `[tools, tools.fake]`, `[tools {list: [Function: list], <upstream>: {<tool>: [Function]}}, tools.fake {<tool>: [Function]}]`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

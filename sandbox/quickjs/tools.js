@@ -152,9 +152,9 @@
 
   // The objects code sees: tools (whose properties are the upstreams) and
   // each upstream's (whose properties are its tools' callers). Neither is
-  // a thenable: `then` is not a name.
+  // a thenable nor serialisable: `then` and `toJSON` are not names.
   const ToolsProto = create(null), ServerProto = create(null);
-  const skip = (k) => typeof k !== "string" || k === "then";
+  const skip = (k) => typeof k !== "string" || k === "then" || k === "toJSON";
   const servers = new MapCtor(), names = new MapCtor(); // name -> proxy, proxy -> name
   function serverOf(name) {
     let s = mapGet(servers, name);
