@@ -293,3 +293,43 @@ func TestCodeModeToolsChange(t *testing.T) {
 	}
 	d.stop()
 }
+
+// A call that is a task (the tasks extension) asks through the task:
+// input_required with the question, tasks/update with the answer.
+func TestCodeModeAsksThroughATask(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fakeupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", err, out)
+	}
+	d := startDaemon(t, t.TempDir(), "", taskConfig+fmt.Sprintf("[[upstream]]\nname = \"fake\"\ncommand = [%q]\nallow = [\"*\"]\nask = [\"echo\"]\n", bin))
+	caps := mcptest.TasksCaps()
+	caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	c := &mcptest.Client{T: t, URL: d.url, Caps: caps}
+	msg := c.Answer("tools/call", map[string]any{"name": "execute_code",
+		"arguments": map[string]any{"code": `await tools.fake.echo({text: "t"})`, "language": "javascript", "workspace": "task"}})
+	res, _ := msg["result"].(map[string]any)
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" {
+		t.Fatalf("the call did not become a task: %v", msg)
+	}
+	st := taskState(t, c, id)
+	reqs, _ := st["inputRequests"].(map[string]any)
+	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") {
+		t.Fatalf("the task: %v", st)
+	}
+	for key := range reqs {
+		if ack := c.Answer("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: accept("yes")}}); ack["error"] != nil {
+			t.Fatalf("tasks/update: %v", ack)
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); st["status"] == "input_required" || st["status"] == "working"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task: %v", st)
+		}
+		st = taskState(t, c, id)
+	}
+	if st["status"] != "completed" || !strings.Contains(fmt.Sprint(st), `result:"t"`) {
+		t.Errorf("the task's end: %v", st)
+	}
+	d.stop()
+}
