@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
+	"execd/internal/upstream"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -101,7 +103,12 @@ func run() int {
 		srv       *frontend.Server
 		view      *admin.WorkspaceView
 		taskStore *tasks.Store
+		hub       *upstream.Hub
 	)
+	var upstreams func() []upstream.Status
+	if len(cfg.Upstreams) > 0 {
+		upstreams = func() []upstream.Status { return hub.Status() }
+	}
 	if cfg.Server.AdminListen != "" {
 		view = &admin.WorkspaceView{List: func() []workspace.Info { return mgr.ListAll() }}
 		obs.metrics = admin.NewMetrics(admin.Sources{
@@ -112,6 +119,7 @@ func run() int {
 			Workspaces:  view.Count,
 			Tasks:       func() map[tasks.Status]int { return taskStore.Counts() },
 			EgressHosts: cfg.Network.MetricsHosts,
+			Upstreams:   upstreams,
 		})
 	}
 	net, err := egress.New(cfg.Network, egress.Options{Log: log.Named("egress"), Observer: obs.forEgress()})
@@ -120,6 +128,14 @@ func run() int {
 		return 2
 	}
 	defer net.Close()
+	var upstreamsChanged atomic.Pointer[func()]
+	if hub, err = newHub(ctx, cfg, obs, log.Named("upstream"), &upstreamsChanged); err != nil {
+		log.Error("upstream", zap.Error(err))
+		return 2
+	}
+	if hub != nil {
+		defer hub.Close()
+	}
 	var workerObs worker.Observer
 	if obs.metrics != nil {
 		workerObs = obs.metrics
@@ -225,25 +241,36 @@ func run() int {
 		log.Error("front end", zap.Error(err))
 		return 1
 	}
-	if err := tools.Register(srv, tools.Options{
+	toolOpts := tools.Options{
 		Executor:         exec,
 		Languages:        engine.Languages(),
 		RequestTimeout:   cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes:   cfg.Limits.MaxOutputBytes,
 		MaxWaitingInputs: cfg.Protocol.MaxWaitingInputsPerPrincipal,
 		Network:          net.Enabled(),
-		Logger:           log.Named("tools"),
-	}); err != nil {
+		Upstreams:        hub,
+		// shared by the languages' signatures
+		DescriptionBudget: cfg.CodeMode.DescriptionBudget,
+		Logger:            log.Named("tools"),
+	}
+	if err := tools.Register(srv, toolOpts); err != nil {
 		log.Error("tools", zap.Error(err))
 		return 1
 	}
+	renew := func() {
+		if err := tools.UpstreamToolsChanged(srv, toolOpts); err != nil {
+			log.Warn("execute_code's description", zap.Error(err))
+		}
+	}
+	upstreamsChanged.Store(&renew)
 	if a := cfg.Server.AdminListen; a != "" {
 		h := admin.Handler(admin.Options{Metrics: obs.metrics, Listen: a, Status: &admin.StatusSources{
 			Version: version, Started: started, Limits: limitsShown(cfg, engine.MemoryBudget()),
 			Calls: srv.Running, Health: mgr.Health, Streams: srv.OpenStreams,
 			GuestMemory: func() (int64, int64) { return engine.MemoryBytes(), engine.MemoryBudget() },
 			Workspaces:  view, Errors: obs.errors, Network: net.Recent,
-			Tasks: func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
+			Tasks:     func() []frontend.TaskInfo { return srv.Tasks(statusTasks) },
+			Upstreams: upstreams,
 		}})
 		if err := serveAdmin(a, h, log.Named("admin")); err != nil {
 			log.Error("admin listener", zap.Error(err))

@@ -10,6 +10,7 @@ import (
 	"execd/internal/egress"
 	"execd/internal/frontend"
 	"execd/internal/tasks"
+	"execd/internal/upstream"
 	"execd/internal/worker"
 	"execd/internal/workspace"
 )
@@ -64,6 +65,9 @@ type Sources struct {
 	// label of their own (network.metrics_hosts); the others count as
 	// "other". Empty: the egress metrics have no host label.
 	EgressHosts []string
+	// Upstreams reports code mode's upstream MCP servers
+	// (upstream.Hub's Status).
+	Upstreams func() []upstream.Status
 }
 
 // Durations of runs and waits: from a millisecond to ten minutes.
@@ -162,6 +166,9 @@ func NewMetrics(src Sources) *Metrics {
 	}
 	if t := src.Tasks; t != nil {
 		f(taskGauge{t})
+	}
+	if u := src.Upstreams; u != nil {
+		f(upstreamGauge{u})
 	}
 	return m
 }

@@ -11,6 +11,7 @@ import (
 
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -36,6 +37,9 @@ type StatusSources struct {
 	// Tasks lists the tasks updated last, newest first
 	// (frontend.Server.Tasks).
 	Tasks func() []frontend.TaskInfo
+	// Upstreams reports code mode's upstream MCP servers: state,
+	// connections, tools and calls by outcome (upstream.Hub's Status).
+	Upstreams func() []upstream.Status
 }
 
 // Limit is one configuration value shown on the status page.
@@ -103,6 +107,9 @@ type status struct {
 	Network []egress.WorkspaceRequests `json:"network"`
 	// Tasks: the tasks running and those that ended lately, newest first.
 	Tasks []taskStatus `json:"tasks"`
+	// Upstreams: code mode's upstream MCP servers, in the configuration's
+	// order.
+	Upstreams []upstream.Status `json:"upstreams"`
 }
 
 type taskStatus struct {
@@ -201,6 +208,10 @@ func (s *StatusSources) document() status {
 	st.Network = []egress.WorkspaceRequests{}
 	if s.Network != nil {
 		st.Network = s.Network()
+	}
+	st.Upstreams = []upstream.Status{}
+	if s.Upstreams != nil {
+		st.Upstreams = s.Upstreams()
 	}
 	st.Tasks = []taskStatus{}
 	if s.Tasks != nil {

@@ -398,3 +398,29 @@ func (ts *toolSet) get(name string) *tool {
 	defer ts.mu.RUnlock()
 	return ts.byName[name]
 }
+
+// SetDescription replaces the description of the tool called name (what
+// only the running server learns later: the tools of code mode's
+// upstreams); the tools/list answers that follow carry it, and a modern
+// client re-lists within the list's ttlMs. It fails for an unknown name
+// or an empty description.
+func (s *Server) SetDescription(name, description string) error {
+	if description == "" {
+		return fmt.Errorf("frontend: tool %q: an empty description", name)
+	}
+	ts := s.tools
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.byName[name]
+	if t == nil {
+		return fmt.Errorf("frontend: no tool %q", name)
+	}
+	def := make(map[string]any, len(t.def))
+	for k, v := range t.def {
+		def[k] = v
+	}
+	def["description"] = description
+	t.def = def
+	ts.encoded = [3]preEncoded{}
+	return nil
+}

@@ -221,7 +221,7 @@ func (t *tools) startRun(c *frontend.Call, a execCall) (*liveRun, execCall) {
 	go func() {
 		defer cancel(nil)
 		out, err := t.exec.Run(ctx, workspace.Request{Principal: r.principal, Workspace: a.workspace, Language: a.language,
-			Code: a.code, Sink: &r.sink, Input: r, Timeout: a.timeout})
+			Code: a.code, Sink: &r.sink, Input: r, Timeout: a.timeout, Tools: t.runTools(r.principal, a.workspace)})
 		r.events <- runEvent{out: out, err: err}
 	}()
 	return r, a

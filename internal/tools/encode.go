@@ -40,6 +40,18 @@ type execOutput struct {
 	Images int `json:"images,omitempty"`
 	// Network lists the hosts the run's requests reached.
 	Network []hostUse `json:"network,omitempty"`
+	// ToolCalls are the run's calls of upstream tools (code mode), by
+	// tool and outcome.
+	ToolCalls []toolCallUse `json:"toolCalls,omitempty"`
+}
+
+// toolCallUse is how many calls a run made of one upstream tool with one
+// outcome, in its wire order.
+type toolCallUse struct {
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	Outcome string `json:"outcome"`
+	Count   int    `json:"count"`
 }
 
 // hostUse is a host a run reached and how many requests did, in its wire
@@ -128,6 +140,24 @@ func (o *execOutput) appendTo(b []byte, escapeHTML bool) []byte {
 			b = appendJSONString(b, h.Host, escapeHTML)
 			b = append(b, `,"requests":`...)
 			b = strconv.AppendInt(b, int64(h.Requests), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if len(o.ToolCalls) > 0 {
+		b = append(b, `,"toolCalls":[`...)
+		for i, c := range o.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"server":`...)
+			b = appendJSONString(b, c.Server, escapeHTML)
+			b = append(b, `,"tool":`...)
+			b = appendJSONString(b, c.Tool, escapeHTML)
+			b = append(b, `,"outcome":`...)
+			b = appendJSONString(b, c.Outcome, escapeHTML)
+			b = append(b, `,"count":`...)
+			b = strconv.AppendInt(b, int64(c.Count), 10)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

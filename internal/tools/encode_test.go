@@ -44,6 +44,7 @@ func TestExecResultEncodesAsTheMapWould(t *testing.T) {
 		{Status: "ok", Workspace: "w", Files: []fileRef{{Path: "/workspace/a <b>.png", Size: 7, URI: "workspace://w/a%20%3Cb%3E.png"}, {Path: "/workspace/c", Size: 0, URI: "workspace://w/c"}}, MoreFiles: true, Images: 2},
 		{Status: "ok", Workspace: "w", Network: []hostUse{{Host: "api.example.com", Requests: 3}, {Host: "[::1]:8443", Requests: 1}}},
 		{Status: "error", Network: []hostUse{{Host: "a<b>&", Requests: 1}}, Images: 1},
+		{Status: "ok", ToolCalls: []toolCallUse{{Server: "gh", Tool: "list_issues", Outcome: "ok", Count: 3}, {Server: "gh", Tool: "<x>", Outcome: "limit", Count: 1}}},
 	} {
 		for _, era := range []frontend.Era{frontend.EraLegacy, frontend.EraModern} {
 			for _, isErr := range []bool{false, true} {

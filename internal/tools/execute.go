@@ -32,17 +32,7 @@ type execArgs struct {
 // tool declares a schema. The text block is always the result's JSON.
 func (t *tools) addExecuteCode() error {
 	langs := t.opts.Languages
-	network := "No network access;"
-	if t.opts.Network {
-		network = "Network: HTTP and HTTPS to the hosts the operator allows, with fetch (JavaScript) or requests, urllib.request (Python); " +
-			"a refused request raises an error that says why; credentials are placeholders in execd.env (JavaScript) or os.environ (Python), filled in by execd;"
-	}
-	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
-		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
-		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
-		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
-		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
-		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace."
+	desc := t.executeCodeDescription()
 	return frontend.AddTool(t.srv, frontend.Tool[execArgs]{
 		Name:        "execute_code",
 		Title:       "Execute code",
@@ -55,6 +45,24 @@ func (t *tools) addExecuteCode() error {
 			return execFailure(deref(in.Workspace), "%s", msg)
 		},
 	})
+}
+
+// executeCodeDescription is execute_code's description: the sandbox, the
+// network and code mode's tools as the operator configured them.
+func (t *tools) executeCodeDescription() string {
+	langs := t.opts.Languages
+	network := "No network access;"
+	if t.opts.Network {
+		network = "Network: HTTP and HTTPS to the hosts the operator allows, with fetch (JavaScript) or requests, urllib.request (Python); " +
+			"a refused request raises an error that says why; credentials are placeholders in execd.env (JavaScript) or os.environ (Python), filled in by execd;"
+	}
+	desc := "Run code in an isolated sandbox (" + strings.Join(langs, ", ") + ") and return its printed output and the value of its last expression. " +
+		"The sandbox is a workspace, like a notebook kernel: variables, functions and files under /workspace stay there between calls. " +
+		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
+		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
+		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
+		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace." + t.codeModeDescription()
+	return desc
 }
 
 // execFailure is an execute_code result for a call that did not run.
@@ -131,6 +139,7 @@ func (t *tools) executeCode(ctx context.Context, c *frontend.Call, in execArgs) 
 	// run slot: a queued call can still be cancelled by its client.
 	out, err := t.exec.Run(ctx, workspace.Request{
 		Principal: c.Principal(), Workspace: a.workspace, Language: a.language, Code: a.code, Sink: rep, Input: src, Timeout: a.timeout,
+		Tools: t.runTools(c.Principal(), a.workspace),
 	})
 	rep.Flush()
 	rep.Stop()
@@ -230,6 +239,7 @@ func (t *tools) describeRun(ctx context.Context, a execCall, out workspace.Outco
 	for _, h := range r.Network {
 		o.Network = append(o.Network, hostUse{Host: h.Host, Requests: h.Requests})
 	}
+	o.ToolCalls = toolCallsOf(r.ToolCalls)
 	isErr := r.Status != workspace.StatusOK && r.Status != workspace.StatusReset
 	if r.Truncated {
 		// Lost output is a failure the model must notice: the run itself

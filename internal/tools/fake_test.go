@@ -12,6 +12,7 @@ import (
 
 	"execd/internal/frontend"
 	"execd/internal/tasks"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -367,6 +368,7 @@ type testConfig struct {
 	RequestTimeout   time.Duration
 	MaxOutputBytes   int
 	MaxWaitingInputs int
+	Upstreams        *upstream.Hub
 }
 
 func testOptions() testConfig {
@@ -401,7 +403,7 @@ func newTestServer(cfg testConfig, ex workspace.Executor) *frontend.Server {
 	// The store's sweeper ends with the server, as cmd/execd closes it.
 	context.AfterFunc(s.Detached(), cfg.Options.Tasks.Close)
 	if err := Register(s, Options{Executor: ex, Languages: cfg.Languages, RequestTimeout: cfg.RequestTimeout,
-		MaxOutputBytes: cfg.MaxOutputBytes, MaxWaitingInputs: cfg.MaxWaitingInputs, Logger: cfg.Logger}); err != nil {
+		MaxOutputBytes: cfg.MaxOutputBytes, MaxWaitingInputs: cfg.MaxWaitingInputs, Logger: cfg.Logger, Upstreams: cfg.Upstreams}); err != nil {
 		panic(err)
 	}
 	return s

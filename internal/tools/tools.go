@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"execd/internal/frontend"
+	"execd/internal/upstream"
 	"execd/internal/workspace"
 )
 
@@ -42,8 +43,23 @@ type Options struct {
 	// beyond it the code's input() gets end of file at once, and the
 	// result says which limit. Zero means unlimited.
 	MaxWaitingInputs int
+	// Upstreams are code mode's upstream MCP servers: the code may call
+	// their tools, and execute_code's description names them. Nil: none.
+	Upstreams *upstream.Hub
+	// DescriptionBudget bounds the bytes of the upstream tools' signatures
+	// in execute_code's description ([code_mode] description_budget),
+	// shared by the languages. Zero: the Hub's own.
+	DescriptionBudget int
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
+}
+
+// withDefaults fills in what the zero values of o mean.
+func (o Options) withDefaults() Options {
+	if len(o.Languages) == 0 {
+		o.Languages = []string{"javascript"}
+	}
+	return o
 }
 
 // tools are execd's tools registered on one engine.
@@ -65,9 +81,7 @@ func Register(srv *frontend.Server, opts Options) error {
 	if opts.Executor == nil {
 		return errors.New("tools: Options.Executor is required")
 	}
-	if len(opts.Languages) == 0 {
-		opts.Languages = []string{"javascript"}
-	}
+	opts = opts.withDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()

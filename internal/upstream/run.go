@@ -70,6 +70,11 @@ func (h *Hub) NewRun(principal string, approve Approver) *Run {
 		allowed: map[*server]map[string]bool{}, logged: map[Code]bool{}}
 }
 
+// Tools lists the tools the run's principal may call (Hub.Tools).
+func (r *Run) Tools(ctx context.Context) ([]ToolInfo, error) {
+	return r.h.Tools(ctx, r.principal)
+}
+
 // Calls is how many calls the run made to each upstream it called.
 func (r *Run) Calls() map[string]int {
 	r.mu.Lock()

@@ -51,7 +51,7 @@ type runState struct {
 	// input() (interact.go): the source, a context that ends when the
 	// run is asked to stop, the run's timer, the time spent waiting, the
 	// longest answer taken and the answer held for execd.input_answer
-	// (the last three: the guest's goroutine only).
+	// (the last two: the guest's goroutine only; waited: under askMu).
 	input          InputSource
 	stopCtx        context.Context
 	timer          *runTimer
@@ -69,8 +69,22 @@ type runState struct {
 	imageBytes               int64
 	imagesRefused            int
 
-	// The network (network.go): the run's requests.
-	net *netState
+	// The network (network.go): the run's requests, and code mode's tool
+	// calls among them (tools.go).
+	net   *netState
+	tools Tools
+
+	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
+	askMu  sync.Mutex // one question to the person at a time; guards waited (interact.go)
+}
+
+// progress hands a report to the run's sink, one at a time.
+func (st *runState) progress(done, total float64, msg string) {
+	st.sinkMu.Lock()
+	defer st.sinkMu.Unlock()
+	if st.sink != nil && !st.finished.Load() {
+		st.sink.Progress(done, total, msg)
+	}
 }
 
 // yieldClock is the origin of runState.yielded.
@@ -86,7 +100,8 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // instantiateHost defines module "execd": progress, interrupted, show,
-// input, input_answer and the network's net_* (network.go).
+// input, input_answer, the network's net_* (network.go) and code mode's
+// tool_call (tools.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -133,6 +148,10 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostNetEnv), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("buf_ptr", "buf_cap").
 		Export("net_env").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostToolCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("req_ptr", "req_len").
+		Export("tool_call").
 		Instantiate(ctx)
 	return err
 }
@@ -157,7 +176,7 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 			msg = string(b)
 		}
 	}
-	st.sink.Progress(done, total, msg)
+	st.progress(done, total, msg)
 }
 
 // hostInterrupted answers the guest's poll, from its interpreter loop and

@@ -69,6 +69,10 @@ type Result struct {
 	// redirect counts), in the order first reached; nil when it reached
 	// none.
 	Network []egress.HostCount
+	// ToolCalls are the code's calls of upstream tools (code mode), one
+	// entry per tool and outcome in the order first made, with how many;
+	// nil when it made none.
+	ToolCalls []ToolCall
 
 	// Facts about the instance, for the caller to interpret (what they
 	// mean for the user's state is the workspace's to decide).

@@ -29,6 +29,9 @@ type RunOptions struct {
 	// Network is the run's network (network.go): the policy the code's
 	// requests go through. Nil: the code has none.
 	Network Network
+	// Tools is code mode's upstream MCP servers as this run may use them
+	// (tools.go). Nil: the code's calls are refused, saying there are none.
+	Tools Tools
 }
 
 // InputSource answers input() for one Run. Input is called on the
@@ -171,11 +174,7 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	if b, ok := mod.Memory().Read(promptPtr, min(promptLen, maxPrompt)); ok {
 		prompt = string(b)
 	}
-	st.timer.pause()
-	start := time.Now()
-	ans := st.input.Input(st.stopCtx, prompt)
-	st.waited += time.Since(start)
-	st.timer.resume()
+	ans := st.askPerson(prompt)
 	if st.stopCtx.Err() != nil || st.interrupt.Load() {
 		return inputStopped
 	}
@@ -200,6 +199,20 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 		return inputEOF
 	}
 	return int32(len(text))
+}
+
+// askPerson asks the person through the run's Input, one question at a time
+// (the code's input() and its tool calls' approvals may ask at once); the
+// run's timer stops meanwhile.
+func (st *runState) askPerson(prompt string) InputAnswer {
+	st.askMu.Lock()
+	defer st.askMu.Unlock()
+	st.timer.pause()
+	start := time.Now()
+	ans := st.input.Input(st.stopCtx, prompt)
+	st.waited += time.Since(start)
+	st.timer.resume()
+	return ans
 }
 
 // hostInputAnswer hands over the answer the last input held because it did

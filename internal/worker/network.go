@@ -62,10 +62,13 @@ type netState struct {
 	calls map[int32]*netCall
 	ready []int32       // finished, not yet reported by net_wait, in order
 	done  chan struct{} // a token after each completion
+
+	toolCalls []ToolCall // code mode's calls (tools.go)
 }
 
 // netCall is one request, from net_start to net_close.
 type netCall struct {
+	tool     bool // a tool call (tools.go), not a request
 	cancel   context.CancelFunc
 	finished bool
 	reported bool
@@ -146,7 +149,12 @@ func (st *runState) netStart(mod api.Module, headPtr, headLen, bodyPtr, bodyLen 
 	}
 	n := st.net
 	n.mu.Lock()
-	open := len(n.calls)
+	open := 0
+	for _, c := range n.calls {
+		if !c.tool {
+			open++
+		}
+	}
 	n.mu.Unlock()
 	limit := 16
 	if n.nw != nil {
@@ -235,6 +243,12 @@ func (n *netState) run(id int32, c *netCall, ctx context.Context, req *egress.Re
 			Redirected: resp.Redirected, Headers: resp.Header, Length: len(resp.Body)})
 		body = resp.Body
 	}
+	n.finish(id, c, head, body)
+}
+
+// finish makes c's answer readable and reports it to net_wait, unless c
+// was closed meanwhile.
+func (n *netState) finish(id int32, c *netCall, head, body []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.calls[id] != c { // closed meanwhile

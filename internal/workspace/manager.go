@@ -96,6 +96,9 @@ type Request struct {
 	// code waits for it the run gives its run slot back (it keeps the
 	// workspace's turn).
 	Input InputSource
+	// Tools are the upstream MCP servers' tools the code may call (code
+	// mode: internal/upstream's Run, one per run). Nil: none.
+	Tools Tools
 	// Timeout bounds the run itself, not the wait for the workspace's
 	// earlier calls or for a run slot, nor the code's waits for Input.
 	// Zero means none.

@@ -132,6 +132,17 @@ type Result struct {
 	// Network lists the hosts the code's requests reached, and how many
 	// requests each.
 	Network []HostUse
+	// ToolCalls are the code's calls of upstream tools (code mode), one
+	// entry per tool and outcome, in the order first made.
+	ToolCalls []ToolCall
+}
+
+// ToolCall is how many calls a run made of one upstream tool with one
+// outcome ("ok", "tool_error", or internal/upstream's code of why there
+// was no result).
+type ToolCall struct {
+	Server, Tool, Outcome string
+	Count                 int
 }
 
 // HostUse is a host a run's requests reached.
@@ -153,6 +164,9 @@ func resultOf(r worker.Result) Result {
 	for _, h := range r.Network {
 		out.Network = append(out.Network, HostUse{Host: h.Host, Requests: h.Requests})
 	}
+	for _, c := range r.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{Server: c.Server, Tool: c.Tool, Outcome: c.Outcome, Count: c.Count})
+	}
 	if len(r.Images) > 0 {
 		out.Images = make([]Picture, len(r.Images))
 		for i, p := range r.Images {
@@ -160,4 +174,31 @@ func resultOf(r worker.Result) Result {
 		}
 	}
 	return out
+}
+
+// Tools is what a run's code calls the upstream MCP servers' tools
+// through (code mode): internal/upstream's Run. A call in flight belongs
+// to the run, which holds the workspace's turn, so a workspace is never
+// hibernated while one is in flight.
+type Tools = worker.Tools
+
+// AskPerson asks the person a question on behalf of an upstream tool call
+// of a run (code mode: an upstream.Approver's ctx), through the run's
+// Request.Input, as the code's input() does: one question at a time, the
+// run's timeout stopped meanwhile, its run slot given back. Without
+// Input, InputNoClient.
+func AskPerson(ctx context.Context, prompt string) InputAnswer {
+	a := worker.AskPerson(ctx, prompt)
+	var st InputStatus
+	switch a.Status {
+	case worker.InputOK:
+		st = InputOK
+	case worker.InputEOF:
+		st = InputEOF
+	case worker.InputTimedOut:
+		st = InputTimedOut
+	default:
+		st = InputNoClient
+	}
+	return InputAnswer{Status: st, Text: a.Text}
 }

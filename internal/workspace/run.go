@@ -79,6 +79,9 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	m.mu.Unlock()
 
 	opts := worker.RunOptions{Sink: req.Sink, Timeout: req.Timeout}
+	if req.Tools != nil {
+		opts.Tools = req.Tools
+	}
 	if m.cfg.Network != nil {
 		opts.Network = m.cfg.Network(req.Principal, w.key.id)
 	}

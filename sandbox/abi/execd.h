@@ -31,6 +31,7 @@ IMPORT("net_head") int32_t host_net_head(int32_t id, char *buf, uint32_t cap);
 IMPORT("net_body") int32_t host_net_body(int32_t id, void *buf, uint32_t cap);
 IMPORT("net_close") int32_t host_net_close(int32_t id);
 IMPORT("net_env") int32_t host_net_env(char *buf, uint32_t cap);
+IMPORT("tool_call") int32_t host_tool_call(const char *req, uint32_t req_len);
 
 /* What show and input answer besides success (sandbox/ABI.md). */
 enum {

@@ -49,6 +49,10 @@ def _input(prompt=""):
 execd.show = show
 builtins.input = _input
 
+import execd_tools  # code mode: from execd import tools
+
+execd.tools, execd.ToolError = execd_tools.tools, execd_tools.ToolError
+
 # Relative paths in the code mean the workspace, when there is one.
 try:
     os.chdir("/workspace")

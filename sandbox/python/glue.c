@@ -514,6 +514,8 @@ static PyObject *PyInit_execd(void) { return PyModule_Create(&execd_module); }
 
 /* _execd_net: the network's natives (net.c). */
 #include "net.c"
+/* _execd_tools: code mode's native (tools.c). */
+#include "tools.c"
 
 /* ---- the envelope (its buffer: sandbox/abi/execd.h) --------------------- */
 
@@ -623,7 +625,8 @@ EXPORT("execd_init") int32_t execd_init(uint32_t mem_limit)
     if (PyStatus_Exception(st))
         return -2;
 
-    if (PyImport_AppendInittab("execd", PyInit_execd) < 0 || PyImport_AppendInittab("_execd_net", PyInit__execd_net) < 0)
+    if (PyImport_AppendInittab("execd", PyInit_execd) < 0 || PyImport_AppendInittab("_execd_net", PyInit__execd_net) < 0 ||
+        PyImport_AppendInittab("_execd_tools", PyInit__execd_tools) < 0)
         return -3;
 
     PyConfig_InitIsolatedConfig(&config);

@@ -997,6 +997,7 @@ static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst r
 /* ---- fetch.js's natives and the network's turn of the event loop ------- */
 static JSValue call_helper(const char *name);
 #include "net.c"
+#include "tools.c"
 
 /* ---- bootstrap ----------------------------------------------------------- */
 
@@ -1005,6 +1006,7 @@ static JSValue call_helper(const char *name);
 #include "web.h"
 #include "intl.h"
 #include "fetch.h"
+#include "tools.h"
 
 /* run_init_script(src, args): evaluates src (a function expression) and
    calls it with args; returns its result or JS_EXCEPTION. */
@@ -1075,6 +1077,18 @@ static int setup_globals(void)
     JS_FreeValue(ctx, natives);
     if (JS_IsException(r)) {
         print_init_error("fetch.js");
+        goto done;
+    }
+    JS_FreeValue(ctx, r);
+    /* tools.js (code mode) gets tools.c's natives and net.c's */
+    natives = JS_NewObject(ctx);
+    JS_SetPropertyFunctionList(ctx, natives, net_natives, sizeof(net_natives) / sizeof(net_natives[0]));
+    JS_SetPropertyFunctionList(ctx, natives, tool_natives, sizeof(tool_natives) / sizeof(tool_natives[0]));
+    args[0] = natives;
+    r = run_init_script(tools_js, sizeof(tools_js) - 1, "<execd:tools>", 3, args);
+    JS_FreeValue(ctx, natives);
+    if (JS_IsException(r)) {
+        print_init_error("tools.js");
         goto done;
     }
     JS_FreeValue(ctx, r);

@@ -9,7 +9,8 @@
 #    conformance suites' fixture tools, prompts and resources);
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), internal/upstream's
-#    tests against server-everything (code mode's client, over stdio and streamable HTTP), the
+#    tests against server-everything (code mode's client, over stdio and streamable HTTP) and the
+#    worker's (called by both guests), the
 #    Inspector CLI in the legacy, auto and modern eras, long runs as tasks through the Inspector's
 #    mcpdo in the legacy and modern eras (inspector_tasks.mjs, a server with task_after = 1s),
 #    wire checks (wire_checks.mjs) for rules no client exercises, Claude Code, Codex CLI and the
@@ -223,6 +224,8 @@ if want upstream; then
   # With E2E_NODE and E2E_SERVER_EVERYTHING set (setup.sh), these tests run rather than skip.
   echo "== code mode's client: server-everything as an upstream over stdio and streamable HTTP"
   step upstream timeout --kill-after=10 300 env -C "$root" go test -count=1 -v -run 'TestEverything' ./internal/upstream/
+  echo "== code mode from the guests: server-everything called by JavaScript and Python, stdio and HTTP"
+  step upstream-guests timeout --kill-after=10 300 env -C "$root" go test -count=1 -v -run 'TestToolsWithServerEverything' ./internal/worker/
 fi
 if want wire; then
   echo "== wire checks over stdio (era pinning, modern cancel)"
