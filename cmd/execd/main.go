@@ -27,6 +27,7 @@ import (
 	"execd/internal/config"
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/packages"
 	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
@@ -120,6 +121,11 @@ func run() int {
 		return 2
 	}
 	defer net.Close()
+	pkgs, err := packages.New(cfg.Packages, cfg.Sandbox.CacheDir, packages.Options{Log: log.Named("packages")})
+	if err != nil {
+		log.Error("packages", zap.Error(err))
+		return 1
+	}
 	var workerObs worker.Observer
 	if obs.metrics != nil {
 		workerObs = obs.metrics
@@ -136,6 +142,7 @@ func run() int {
 		InterruptGrace:      cfg.Sandbox.InterruptGrace.Duration,
 		PythonPreload:       cfg.Sandbox.PythonPreload,
 		SpareInstances:      cfg.Sandbox.SpareInstances,
+		PackagesDir:         pkgs.CacheDir(),
 		Observer:            workerObs,
 	}, log.Named("worker"))
 	if err != nil {
@@ -182,6 +189,7 @@ func run() int {
 		Observer:              obs.forWorkspaces(),
 		NewID:                 newID,
 		Network:               func(principal, ws string) worker.Network { return net.Session(principal, ws) },
+		Packages:              pkgs,
 	}, workspace.EngineFactory(engine), log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
@@ -227,6 +235,7 @@ func run() int {
 		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		Network:        net.Enabled(),
+		Packages:       installer(exec),
 		Logger:         log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
@@ -530,3 +539,10 @@ const logFlushEvery = 200 * time.Millisecond
 
 // writerOnly hides the Sync method of what it wraps.
 type writerOnly struct{ io.Writer }
+
+// installer is the Executor's package installer (install_packages), nil
+// when it has none.
+func installer(exec workspace.Executor) workspace.Installer {
+	in, _ := exec.(workspace.Installer)
+	return in
+}

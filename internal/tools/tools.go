@@ -37,6 +37,9 @@ type Options struct {
 	// description tells the model what it can reach and how. False means
 	// it says there is none.
 	Network bool
+	// Packages installs packages into workspaces: install_packages is
+	// listed when it is set. Nil means no such tool.
+	Packages workspace.Installer
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
 }
@@ -71,6 +74,7 @@ func Register(srv *frontend.Server, opts Options) error {
 	for _, add := range []func() error{
 		t.addExecuteCode, t.addListWorkspaces, t.addResetWorkspace, t.addDeleteWorkspace,
 		t.addCheckpointWorkspace, t.addRestoreWorkspace, t.addForkWorkspace, t.addReadFile, t.addWriteFile,
+		t.addInstallPackages,
 	} {
 		if err := add(); err != nil {
 			return err

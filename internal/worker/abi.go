@@ -66,6 +66,11 @@ type runState struct {
 
 	// The network (network.go): the run's requests.
 	net *netState
+
+	// Packages (packages.go): the source and the answer held for
+	// execd.packages_answer (the guest's goroutine only).
+	pkgs      PackageSource
+	pkgAnswer []byte
 }
 
 // yieldClock is the origin of runState.yielded.
@@ -81,7 +86,8 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // instantiateHost defines module "execd": progress, interrupted, show,
-// input, input_answer and the network's net_* (network.go).
+// input, input_answer, the network's net_* (network.go) and packages,
+// packages_answer (packages.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -128,6 +134,14 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostNetEnv), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("buf_ptr", "buf_cap").
 		Export("net_env").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostPackages), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("req_ptr", "req_len", "buf_ptr", "buf_cap").
+		Export("packages").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostPackagesAnswer), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("buf_ptr", "buf_cap").
+		Export("packages_answer").
 		Instantiate(ctx)
 	return err
 }

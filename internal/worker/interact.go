@@ -29,6 +29,9 @@ type RunOptions struct {
 	// Network is the run's network (network.go): the policy the code's
 	// requests go through. Nil: the code has none.
 	Network Network
+	// Packages answers the guest's package requests (packages.go). Nil:
+	// the guest is told there are none.
+	Packages PackageSource
 }
 
 // InputSource answers input() for one Run. Input is called on the
