@@ -219,7 +219,9 @@
   const npmDone = new SetCtor();
 
   function where(base) {
-    return base && base[0] === "/" ? " imported from " + base : "";
+    if (!base || base[0] !== "/") return "";
+    const o = ownerOf(base);
+    return o >= 0 ? " (imported by " + tree.packages[o].name + "@" + tree.packages[o].version + ", " + base + ")" : " imported from " + base;
   }
 
   function builtin(name, base) {
