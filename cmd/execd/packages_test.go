@@ -6,6 +6,7 @@ package main
 // packages from the public npm registry pinned by version and integrity.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,4 +186,77 @@ func countTarballs(reg *packagestest.NPM) int {
 		}
 	}
 	return n
+}
+
+// pinned are the real packages TestPackagesFromNPM installs, with the
+// integrity the public registry gives for each.
+var pinned = map[string]string{
+	"dayjs@1.11.13":   "sha512-oaMBel6gjolK862uaPQOVTA7q3TZhuSvuMQAAglQDOWYO9A91IrAOUJEyKVlqJlHE0vq5p5UXxzdPfMH/x6xNg==",
+	"nanoid@5.0.9":    "sha512-Aooyr6MXU6HpvvWXKoVoXwKMs/KyVakWwg7xQfv5/S/RIgJMy0Ifa45H9qqYy7pTCszrHzP21Uk4PZq2HpEM8Q==",
+	"zod@3.25.76":     "sha512-gzUt/qt81nXsFGKIFcC3YnfEAx5NkunCfnDlvuBSSFS02bcXu4Lmea0AFIUwbLWxWPx3d9p8S5QoaujKcNQxcQ==",
+	"papaparse@5.4.1": "sha512-HipMsgJkZu8br23pW15uvo6sib6wne/4woLZPlFf3rpDyMe9ywEXUsuD7+6K9PRkJlVT51j/sCOYDKGGS3ZJrw==",
+	"date-fns@4.1.0":  "sha512-Ukq0owbQXxa/U3EGtsdVBkR1w7KOQ5gIBqdH2hkvknzZPYvBxb/aa6E8L7tmjFtkwZBu3UXBbjIgPo/Ez4xaNg==",
+	"fs-extra@11.2.0": "sha512-PmDi3uwK5nFuXh7XDTlVnS17xJS7vW36is2+w3xcv8SVxiB4NyATf4ctkVY5bkSjX0Y4nbvZCq1/EjtEyr9ktw==",
+}
+
+// TestPackagesFromNPM installs real packages from registry.npmjs.org: an
+// ES module package (nanoid, date-fns with a subpath), CommonJS ones
+// (dayjs with a plugin, papaparse), one with an exports map and subpaths
+// (zod), and one that needs fs (a clear refusal).
+func TestPackagesFromNPM(t *testing.T) {
+	data, cache := t.TempDir(), t.TempDir()
+	d := startPackagesDaemon(t, data, cache, "https://registry.npmjs.org", "http://127.0.0.1:1/simple")
+	c := newMCP(t, d.url, true)
+	var specs []any
+	for s := range pinned {
+		specs = append(specs, s)
+	}
+	sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "real", "language": "javascript", "packages": specs})
+	if isErr {
+		t.Fatalf("install_packages from registry.npmjs.org (reachable from this machine?): %v", sc)
+	}
+	lock, err := os.ReadFile(filepath.Join(data, "local", "real", ".execd", "packages.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		NPM struct {
+			Packages map[string]struct{ Version, Integrity string }
+		}
+	}
+	if err := json.Unmarshal(lock, &l); err != nil {
+		t.Fatal(err)
+	}
+	for spec, integrity := range pinned {
+		name, version, _ := strings.Cut(spec, "@")
+		if e := l.NPM.Packages["node_modules/"+name]; e.Version != version || e.Integrity != integrity || !strings.Contains(fmt.Sprint(sc["installed"]), "name:"+name+" version:"+version) {
+			t.Errorf("%s is in the lock as %+v", spec, e)
+		}
+	}
+	for _, tc := range []struct{ code, want string }{
+		{`import { nanoid, customAlphabet } from "nanoid"; [nanoid().length, customAlphabet("ab", 4)().length]`, `[21, 4]`},
+		{`import { format } from "date-fns"; import { addDays } from "date-fns/addDays"; format(addDays(new Date(2024, 0, 30), 3), "yyyy-MM-dd")`, `"2024-02-02"`},
+		{`import dayjs from "dayjs"; import utc from "dayjs/plugin/utc"; dayjs.extend(utc); dayjs.utc("2024-03-01T12:00:00Z").add(1, "day").format()`, `"2024-03-02T12:00:00Z"`},
+		{`const Papa = require("papaparse"); Papa.parse("a,b\n1,2", {header: true, dynamicTyping: true}).data`, `[{a: 1, b: 2}]`},
+		{`import { z } from "zod"; import * as z4 from "zod/v4"; [z.object({n: z.number()}).safeParse({n: "x"}).success, z4.string().parse("ok")]`, `[false, "ok"]`},
+	} {
+		if sc, isErr := c.run("real", tc.code); isErr || sc["result"] != tc.want {
+			t.Errorf("%s\n= %v, want %s", tc.code, sc, tc.want)
+		}
+	}
+	if sc, isErr := c.run("real", `await import("fs-extra")`); !isErr || !strings.Contains(fmt.Sprint(sc["error"]), "Cannot load Node's built-in module 'fs' (imported by graceful-fs@") {
+		t.Errorf("fs-extra: %v", sc)
+	}
+	// A second workspace of the same versions adds nothing to the cache.
+	entries := len(cacheEntries(t, cache))
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "real2", "language": "javascript", "packages": []any{"dayjs@1.11.13", "zod@3.25.76"}}); isErr {
+		t.Fatalf("second workspace: %v", sc)
+	}
+	if sc, isErr := c.run("real2", `import dayjs from "dayjs"; dayjs("2024-01-01").year()`); isErr || sc["result"] != "2024" {
+		t.Errorf("second workspace: %v", sc)
+	}
+	if n := len(cacheEntries(t, cache)); n != entries {
+		t.Errorf("a second workspace made the cache %d entries, was %d", n, entries)
+	}
+	d.stop()
 }
