@@ -48,7 +48,7 @@ func (t *tools) addListWorkspaces() error {
 		Name:  "list_workspaces",
 		Title: "List workspaces",
 		Description: "List your workspaces, most recently used first: for each, whether its interpreters are live (in memory) or hibernated (saved on disk, restored on the next call), " +
-			"its languages, its checkpoints, its installed packages, whether a call is running, when it was last used, and the bytes it holds in memory, in files and in saved state. " +
+			"its languages, its checkpoints, whether a call is running, when it was last used, and the bytes it holds in memory, in files and in saved state. " +
 			"A page at a time: when nextCursor is in the result, pass it as cursor for the next page.",
 		OutputSchema: map[string]any{
 			"type": "object",
