@@ -22,10 +22,8 @@ const benchPackage = "date-fns@4.1.0"
 // registry is asked for the packument, the tarball is not fetched); and
 // `npm install` of the same with an empty npm cache (npm-install-ms).
 func BenchmarkPackagesDateFns(b *testing.B) {
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		b.Fatal("npm is needed for the comparison: ", err)
-	}
+	npm, _ := exec.LookPath("npm") // without npm, no comparison
+
 	var cold, first, fresh, host time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -55,6 +53,11 @@ func BenchmarkPackagesDateFns(b *testing.B) {
 		}
 		fresh += time.Since(start)
 
+		if npm == "" {
+			b.StopTimer()
+			d.stop(b)
+			continue
+		}
 		dir := b.TempDir()
 		os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"bench","version":"1.0.0"}`), 0o600)
 		cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--cache", filepath.Join(dir, ".npm-cache"), benchPackage)
@@ -69,8 +72,10 @@ func BenchmarkPackagesDateFns(b *testing.B) {
 	}
 	n := float64(b.N) * float64(time.Millisecond)
 	b.ReportMetric(float64(cold)/n, "cold-install-ms")
-	b.ReportMetric(float64(host)/n, "npm-install-ms")
-	b.ReportMetric(float64(cold)/float64(host), "install-ratio")
+	if host > 0 {
+		b.ReportMetric(float64(host)/n, "npm-install-ms")
+		b.ReportMetric(float64(cold)/float64(host), "install-ratio")
+	}
 	b.ReportMetric(float64(first)/n, "first-import-ms")
 	b.ReportMetric(float64(fresh)/n, "new-workspace-import-ms")
 	b.ReportMetric(0, "ns/op")
