@@ -74,6 +74,25 @@ func TestInstallPackagesKeepsALockInTheWorkspace(t *testing.T) {
 		t.Errorf("an unknown package from the guest: %s", v)
 	}
 
+	// A checkpoint keeps the lock of its time: what was installed after it
+	// is gone once it is restored.
+	reg.Add(t, "later", "1.0.0", nil, map[string]string{"index.js": ""})
+	cp, err := m.Checkpoint(ctx, "p", "w", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.InstallPackages(ctx, "p", "w", "javascript", []string{"later"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RestoreCheckpoint(ctx, "p", "w", cp); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range m.List("p") {
+		if in.ID == "w" && names(in.Packages) != "app@1.0.0 left@1.0.0" {
+			t.Errorf("after restoring the checkpoint: %+v", in.Packages)
+		}
+	}
+
 	// A fork has them; a reset of the files drops them.
 	if _, err := m.Fork(ctx, "p", "w", "w2"); err != nil {
 		t.Fatal(err)
