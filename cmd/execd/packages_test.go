@@ -108,6 +108,18 @@ const e = new EventEmitter(); let got = 0; e.once("x", (v) => { got += v; }); e.
 		t.Errorf("npm: specifier: %v", sc)
 	}
 
+	// A version the tool changes is what the next require finds, in the
+	// same interpreter.
+	if sc, isErr := c.run("js3", `require("dep").n`); isErr || sc["result"] != "2" {
+		t.Errorf("dep's latest: %v", sc)
+	}
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "js3", "language": "javascript", "packages": []any{"dep@1.0.0"}}); isErr {
+		t.Fatalf("install_packages: %v", sc)
+	}
+	if sc, isErr := c.run("js3", `require("dep").n`); isErr || sc["result"] != "41" {
+		t.Errorf("after install_packages dep@1.0.0: %v", sc)
+	}
+
 	// A second workspace of the same packages adds nothing to the cache
 	// and fetches no tarball.
 	entries, tarballs := len(cacheEntries(t, cache)), countTarballs(reg)

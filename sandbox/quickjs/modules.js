@@ -65,7 +65,8 @@
   }
 
   // refresh(): the workspace's tree as the lock has it now (a tool may
-  // have installed packages since this interpreter last looked).
+  // have installed packages since this interpreter last looked); the host
+  // answers {"unchanged": true} for the generation the guest has.
   function refresh() {
     setTree(ask({ op: "npm", have: gen }));
   }
@@ -264,7 +265,7 @@
       else throw new ErrorCtor("Cannot find package '" + name + "' imported from " + p.name + "@" + p.version +
         ": it is not among the dependencies of " + p.name);
     } else {
-      if (tree === null || !hasOwn(tree.root, name)) refresh();
+      refresh(); // cheap when the lock is unchanged; a tool may have installed since
       if (!hasOwn(tree.root, name)) install([name], spec);
       idx = tree.root[name];
       if (idx === undefined) throw new ErrorCtor("Cannot find package '" + name + "'");
