@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"execd/internal/frontend"
@@ -26,7 +27,7 @@ type installArgs struct {
 }
 
 // maxInstallSpecs bounds one call's list.
-const maxInstallSpecs = 100
+const maxInstallSpecs = workspace.MaxInstallSpecs
 
 func (t *tools) addInstallPackages() error {
 	inst := t.opts.Packages
@@ -87,7 +88,7 @@ func (t *tools) addInstallPackages() error {
 			case len(in.Packages) == 0:
 				return toolError(ws, "missing argument packages: the names to install, such as [\"dayjs\"]"), nil
 			case len(in.Packages) > maxInstallSpecs:
-				return toolError(ws, "at most 100 packages per call"), nil
+				return toolError(ws, fmt.Sprintf("at most %d packages per call", maxInstallSpecs)), nil
 			}
 			if ws == "" {
 				ws = t.exec.NewID()

@@ -13,6 +13,9 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
+
+	"go.uber.org/zap"
 
 	"execd/internal/packages"
 	"execd/internal/worker"
@@ -26,6 +29,9 @@ import (
 // (packages.Service.CacheDir), which every guest mounts read-only at
 // worker.PackagesMount.
 const LockPath = ".execd/packages.lock.json"
+
+// MaxInstallSpecs is the most packages one install names.
+const MaxInstallSpecs = 100
 
 // maxLockRead bounds what is read of a lock (ParseLock refuses more).
 const maxLockRead = 16<<20 + 1
@@ -95,6 +101,10 @@ func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []s
 	if len(specs) == 0 {
 		return Installed{}, &Error{Code: PackagesFailed, Msg: "no packages named"}
 	}
+	if len(specs) > MaxInstallSpecs {
+		return Installed{}, &Error{Code: PackagesFailed, Msg: fmt.Sprintf("at most %d packages are installed at once", MaxInstallSpecs)}
+	}
+	start := time.Now()
 	var lock *packages.Lock
 	out := Installed{Language: lang}
 	switch lang {
@@ -112,6 +122,8 @@ func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []s
 		return Installed{}, &Error{Code: UnsupportedLanguage, Msg: "packages are installed for javascript (npm) and python (pure wheels), not " + lang}
 	}
 	if err != nil {
+		m.log.Info("packages not installed", zap.String("language", lang), zap.Int("asked", len(specs)),
+			zap.Duration("took", time.Since(start)), zap.Error(err))
 		return Installed{}, packagesError(err)
 	}
 	b, err := lock.Marshal()
@@ -133,6 +145,8 @@ func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []s
 			out.Added = append(out.Added, p)
 		}
 	}
+	m.log.Info("packages installed", zap.String("language", lang), zap.Int("asked", len(specs)),
+		zap.Int("added", len(out.Added)), zap.Int("packages", len(out.Packages)), zap.Duration("took", time.Since(start)))
 	return out, nil
 }
 
