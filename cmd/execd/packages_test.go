@@ -60,6 +60,7 @@ func TestPackagesEndToEnd(t *testing.T) {
 	idx.Add(t, packagestest.Wheel{Project: "demo-pkg", Version: "1.0", Requires: []string{"dep-pkg>=1", `winonly; sys_platform == "win32"`},
 		Files: map[string]string{"demo_pkg/__init__.py": "from dep_pkg import twice\ndef hello(x):\n    return 'hello ' + twice(x)\n"}})
 	idx.Add(t, packagestest.Wheel{Project: "dep-pkg", Version: "1.2", Files: map[string]string{"dep_pkg/__init__.py": "def twice(x):\n    return x * 2\n"}})
+	idx.Add(t, packagestest.Wheel{Project: "dep-pkg", Version: "0.9", Files: map[string]string{"dep_pkg/__init__.py": "def twice(x):\n    return x\n"}})
 	idx.Add(t, packagestest.Wheel{Project: "winonly", Version: "1.0", Files: map[string]string{"winonly/__init__.py": ""}})
 	idx.Add(t, packagestest.Wheel{Project: "native-pkg", Version: "1.0", Tag: "cp311-cp311-manylinux_2_17_x86_64"})
 	idx.Add(t, packagestest.Wheel{Project: "bad-hash", Version: "1.0", BadHash: true, Files: map[string]string{"bad_hash/__init__.py": ""}})
@@ -141,7 +142,7 @@ const e = new EventEmitter(); let got = 0; e.once("x", (v) => { got += v; }); e.
 	for _, tc := range []struct{ code, want string }{
 		{"from execd import install\ninstall('native-pkg')", "native-pkg has no pure-Python wheel"},
 		{"!pip install bad-hash", "sha256"},
-		{"from execd import install\ninstall('dep-pkg<1')", "dep-pkg"},
+		{"from execd import install\ninstall('dep-pkg<1')", "dep-pkg>=1 (required by demo-pkg 1.0)"},
 	} {
 		if sc, isErr := c.runLang("py", "python", tc.code); !isErr || !strings.Contains(fmt.Sprint(sc["error"]), tc.want) {
 			t.Errorf("%s\n= %v, want an error with %q", tc.code, sc, tc.want)
