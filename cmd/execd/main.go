@@ -235,7 +235,7 @@ func run() int {
 		RequestTimeout: cfg.Limits.RequestTimeout.Duration,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		Network:        net.Enabled(),
-		Packages:       installer(exec),
+		Packages:       installer(cfg, exec),
 		Logger:         log.Named("tools"),
 	}); err != nil {
 		log.Error("tools", zap.Error(err))
@@ -541,8 +541,11 @@ const logFlushEvery = 200 * time.Millisecond
 type writerOnly struct{ io.Writer }
 
 // installer is the Executor's package installer (install_packages), nil
-// when it has none.
-func installer(exec workspace.Executor) workspace.Installer {
+// when it has none or [packages] turns both ecosystems off.
+func installer(cfg config.Config, exec workspace.Executor) workspace.Installer {
+	if !cfg.Packages.NPM && !cfg.Packages.Python {
+		return nil
+	}
 	in, _ := exec.(workspace.Installer)
 	return in
 }
