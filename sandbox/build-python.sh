@@ -304,7 +304,7 @@ package_files() {
 	cp "$src"/build/lib.wasi-wasm32-3.11/_sysconfigdata_*.py "$lib/" ||
 		die "no _sysconfigdata in the CPython build"
 	# Our own modules beside the standard library (driver.py imports them).
-	cp "$here/python/execd_http.py" "$lib/"
+	cp "$here/python/execd_http.py" "$here/python/execd_packages.py" "$lib/"
 	cp "$here/python/execd_tools.py" "$lib/"
 	# The build Python is the same CPython minor version: same bytecode.
 	/usr/bin/python3.11 - "$lib" "$kit" "$out" <<-'EOF' || die "packaging the guest's files failed"

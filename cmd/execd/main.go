@@ -28,6 +28,7 @@ import (
 	"execd/internal/config"
 	"execd/internal/egress"
 	"execd/internal/frontend"
+	"execd/internal/packages"
 	"execd/internal/tasks"
 	"execd/internal/telemetry"
 	"execd/internal/tools"
@@ -136,6 +137,11 @@ func run() int {
 	if hub != nil {
 		defer hub.Close()
 	}
+	pkgs, err := packages.New(cfg.Packages, cfg.Sandbox.CacheDir, packages.Options{Log: log.Named("packages")})
+	if err != nil {
+		log.Error("packages", zap.Error(err))
+		return 1
+	}
 	var workerObs worker.Observer
 	if obs.metrics != nil {
 		workerObs = obs.metrics
@@ -152,6 +158,7 @@ func run() int {
 		InterruptGrace:      cfg.Sandbox.InterruptGrace.Duration,
 		PythonPreload:       cfg.Sandbox.PythonPreload,
 		SpareInstances:      cfg.Sandbox.SpareInstances,
+		PackagesDir:         pkgs.CacheDir(),
 		Observer:            workerObs,
 	}, log.Named("worker"))
 	if err != nil {
@@ -202,6 +209,7 @@ func run() int {
 		Observer:              obs.forWorkspaces(),
 		NewID:                 newID,
 		Network:               func(principal, ws string) worker.Network { return net.Session(principal, ws) },
+		Packages:              pkgs,
 	}, workspace.EngineFactory(engine), log.Named("workspace"))
 	if err != nil {
 		log.Error("workspaces", zap.Error(err))
@@ -249,6 +257,7 @@ func run() int {
 		MaxWaitingInputs: cfg.Protocol.MaxWaitingInputsPerPrincipal,
 		Network:          net.Enabled(),
 		Upstreams:        hub,
+		Packages:         installer(cfg, exec),
 		// shared by the languages' signatures
 		DescriptionBudget: cfg.CodeMode.DescriptionBudget,
 		Logger:            log.Named("tools"),
@@ -588,3 +597,13 @@ const logFlushEvery = 200 * time.Millisecond
 
 // writerOnly hides the Sync method of what it wraps.
 type writerOnly struct{ io.Writer }
+
+// installer is the Executor's package installer (install_packages), nil
+// when it has none or [packages] turns both ecosystems off.
+func installer(cfg config.Config, exec workspace.Executor) workspace.Installer {
+	if !cfg.Packages.NPM && !cfg.Packages.Python {
+		return nil
+	}
+	in, _ := exec.(workspace.Installer)
+	return in
+}

@@ -237,6 +237,17 @@ func (s *Shared) WriteFile(ctx context.Context, principal, id, path string, data
 	return f, err
 }
 
+// InstallPackages implements workspace.Installer when the registry does
+// (a *workspace.Manager does), holding the workspace's lock.
+func (s *Shared) InstallPackages(ctx context.Context, principal, id, language string, specs []string) (in workspace.Installed, err error) {
+	inst, ok := s.reg.(workspace.Installer)
+	if !ok {
+		return in, &workspace.Error{Code: workspace.PackagesFailed, Msg: "packages are not available on this instance"}
+	}
+	err = s.locked(ctx, principal, id, func() error { in, err = inst.InstallPackages(ctx, principal, id, language, specs); return err })
+	return in, err
+}
+
 // RecentFiles implements workspace.Executor: the files changed through this
 // instance.
 func (s *Shared) RecentFiles(principal string) []workspace.FileInfo {

@@ -35,6 +35,8 @@ type NPMPackage struct {
 	Main    string          `json:"main,omitempty"`
 	Module  string          `json:"module,omitempty"`
 	Exports json.RawMessage `json:"exports,omitempty"`
+	// Bytes are its unpacked files in the cache.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Bounds of one tree: real ones are a few hundred packages a few levels
@@ -377,7 +379,7 @@ func tree(root *node, nodes []*node) *NPMTree {
 	for i, n := range sorted {
 		d, _ := parseIntegrity(n.integrity)
 		t.Packages[i] = NPMPackage{Name: n.name, Version: n.version, Path: n.path, Dir: pkgDir(d.address()),
-			Deps: deps(n), Type: n.meta.Type, Main: n.meta.Main, Module: n.meta.Module, Exports: n.meta.Exports}
+			Deps: deps(n), Type: n.meta.Type, Main: n.meta.Main, Module: n.meta.Module, Exports: n.meta.Exports, Bytes: n.meta.Bytes}
 	}
 	return t
 }

@@ -88,7 +88,7 @@ func (s *Service) AddPython(ctx context.Context, lock *Lock, reqs ...string) (*L
 		c.Python = pl
 		out = &c
 	}
-	return out, pythonEnv(pl), nil
+	return out, s.sized(pythonEnv(pl)), nil
 }
 
 // Python returns the directories lock describes, fetching only what the
@@ -138,7 +138,7 @@ func (s *Service) Python(ctx context.Context, lock *Lock) (*PythonEnv, error) {
 	if err := s.checkTotal(bytes); err != nil {
 		return nil, err
 	}
-	return pythonEnv(lock.Python), nil
+	return s.sized(pythonEnv(lock.Python)), nil
 }
 
 func sortedNames(m map[string]PythonLocked) []string {
@@ -157,6 +157,16 @@ func pythonEnv(pl *PythonLock) *PythonEnv {
 		dir := pkgDir("sha256-" + e.SHA256)
 		env.Paths = append(env.Paths, dir)
 		env.Packages = append(env.Packages, PythonPackage{Name: name, Version: e.Version, Wheel: e.Wheel, Dir: dir})
+	}
+	return env
+}
+
+// sized fills in each package's Bytes from the cache's meta.json.
+func (s *Service) sized(env *PythonEnv) *PythonEnv {
+	for i := range env.Packages {
+		if m, ok := s.store.lookup(strings.TrimSuffix(env.Packages[i].Dir, "/pkg")); ok {
+			env.Packages[i].Bytes = m.Bytes
+		}
 	}
 	return env
 }

@@ -33,3 +33,13 @@ func normalizePyName(s string) string {
 	}
 	return b.String()
 }
+
+// RequirementName is the normalized project name of a PEP 508
+// requirement ("Foo_Bar>=1" is "foo-bar"), or "" when it does not parse.
+func RequirementName(req string) string {
+	r, err := parseRequirement(req)
+	if err != nil {
+		return ""
+	}
+	return r.name
+}

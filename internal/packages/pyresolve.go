@@ -21,6 +21,8 @@ type PythonPackage struct {
 	Version string `json:"version"`
 	Wheel   string `json:"wheel"`
 	Dir     string `json:"dir"` // relative to Service.CacheDir, as in Paths
+	// Bytes are its unpacked files in the cache (0 when not known).
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // sandboxPython is the interpreter's version, for Requires-Python.

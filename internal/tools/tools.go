@@ -50,6 +50,9 @@ type Options struct {
 	// in execute_code's description ([code_mode] description_budget),
 	// shared by the languages. Zero: the Hub's own.
 	DescriptionBudget int
+	// Packages installs packages into workspaces: install_packages is
+	// listed when it is set. Nil means no such tool.
+	Packages workspace.Installer
 	// Logger gets the tools' errors. Nil means none.
 	Logger *zap.Logger
 }
@@ -90,6 +93,7 @@ func Register(srv *frontend.Server, opts Options) error {
 	for _, add := range []func() error{
 		t.addExecuteCode, t.addListWorkspaces, t.addResetWorkspace, t.addDeleteWorkspace,
 		t.addCheckpointWorkspace, t.addRestoreWorkspace, t.addForkWorkspace, t.addReadFile, t.addWriteFile,
+		t.addInstallPackages,
 	} {
 		if err := add(); err != nil {
 			return err

@@ -150,6 +150,9 @@ func describeWorkspace(in workspace.Info) map[string]any {
 	if !in.LastUsed.IsZero() {
 		e["lastUsed"] = in.LastUsed.UTC().Format(time.RFC3339)
 	}
+	if in.Packages != nil {
+		e["packages"] = describePackages(in.Packages, true)
+	}
 	return e
 }
 

@@ -74,6 +74,11 @@ type runState struct {
 	net   *netState
 	tools Tools
 
+	// Packages (packages.go): the source and the answer held for
+	// execd.packages_answer (the guest's goroutine only).
+	pkgs      PackageSource
+	pkgAnswer []byte
+
 	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
 	askMu  sync.Mutex // one question to the person at a time; guards waited (interact.go)
 }
@@ -100,8 +105,8 @@ func stateOf(ctx context.Context) *runState {
 }
 
 // instantiateHost defines module "execd": progress, interrupted, show,
-// input, input_answer, the network's net_* (network.go) and code mode's
-// tool_call (tools.go).
+// input, input_answer, the network's net_* (network.go), code mode's
+// tool_call (tools.go) and packages, packages_answer (packages.go).
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	f64, i32 := api.ValueTypeF64, api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
@@ -152,6 +157,14 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 		WithGoModuleFunction(api.GoModuleFunc(hostToolCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len").
 		Export("tool_call").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostPackages), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("req_ptr", "req_len", "buf_ptr", "buf_cap").
+		Export("packages").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(hostPackagesAnswer), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithParameterNames("buf_ptr", "buf_cap").
+		Export("packages_answer").
 		Instantiate(ctx)
 	return err
 }

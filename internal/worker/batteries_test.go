@@ -429,8 +429,8 @@ func TestJSModules(t *testing.T) {
 	check(t, w, "query reloads", "(await import('./util/math.mjs?v=2')).twice(1)", "3")
 	errs := []struct{ name, code, typ, says string }{
 		{"missing", "import x from './nope.mjs'", "Error", "Cannot find module '/workspace/nope.mjs'"},
-		{"package", "import _ from 'lodash'", "Error", "no npm packages"},
-		{"node builtin", "await import('node:fs')", "Error", "no npm packages"},
+		{"package", "import _ from 'lodash'", "Error", "packages are not available in this sandbox"},
+		{"node builtin", "await import('node:fs')", "Error", "Cannot load Node's built-in module 'fs'"},
 		{"syntax", "await import('./broken.mjs')", "SyntaxError", ""},
 		{"throws", "await import('./throws.mjs')", "Error", "module failed"},
 	}

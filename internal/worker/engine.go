@@ -65,6 +65,11 @@ type Config struct {
 	// kept made ahead of need, so that a new worker does not wait for one
 	// to be instantiated and reseeded (spare.go); 0 means none.
 	SpareInstances int
+	// PackagesDir is the packages cache (internal/packages'
+	// Service.CacheDir), mounted read-only at PackagesMount in every
+	// instance; "" mounts an empty directory there, so that every instance
+	// has the same mounts (images depend on it).
+	PackagesDir string
 	// Observer is told of every soft interrupt and hard kill (observe.go).
 	// Nil means nothing is observed.
 	Observer Observer

@@ -90,7 +90,8 @@ func (e *Engine) newShell(det bool) *instance {
 
 // moduleConfig is the configuration of inst's module. Every instance has
 // the same mounts in the same order: /workspace (an empty one when the
-// worker has none, see emptyDir), then the guest's own read-only files.
+// worker has none, see emptyDir), then the guest's own read-only files,
+// then the packages cache (PackagesMount, read-only; empty without one).
 // det makes clocks and randomness deterministic (base images, base.go).
 func (e *Engine) moduleConfig(g *guest, inst *instance, opts WorkerOptions, det bool) (wazero.ModuleConfig, error) {
 	mc := wazero.NewModuleConfig().
@@ -113,6 +114,11 @@ func (e *Engine) moduleConfig(g *guest, inst *instance, opts WorkerOptions, det 
 	if files != nil {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: &sysfs.AdaptFS{FS: files}, o: inst.files}, at)
 	}
+	pkgs := emptyDir
+	if e.cfg.PackagesDir != "" {
+		pkgs = &sysfs.ReadFS{FS: sysfs.DirFS(e.cfg.PackagesDir)}
+	}
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&countingFS{FS: pkgs, o: inst.files}, PackagesMount)
 	return mc.WithFSConfig(fsc), nil
 }
 

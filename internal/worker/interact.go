@@ -32,6 +32,9 @@ type RunOptions struct {
 	// Tools is code mode's upstream MCP servers as this run may use them
 	// (tools.go). Nil: the code's calls are refused, saying there are none.
 	Tools Tools
+	// Packages answers the guest's package requests (packages.go). Nil:
+	// the guest is told there are none.
+	Packages PackageSource
 }
 
 // InputSource answers input() for one Run. Input is called on the

@@ -215,7 +215,7 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	defer stopInput()
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
 		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, budget: &w.e.budget, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
-		net: newNetState(context.WithoutCancel(ctx), opts.Network), tools: opts.Tools}
+		net: newNetState(context.WithoutCancel(ctx), opts.Network), tools: opts.Tools, pkgs: opts.Packages}
 	sp := &stopper{w: w, st: st, stopInput: stopInput}
 	if !w.e.cfg.StrictTermination {
 		sp.abandon = make(chan struct{})

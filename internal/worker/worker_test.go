@@ -183,7 +183,7 @@ func TestREPLSemantics(t *testing.T) {
 		{code: "setTimeout(() => { throw new TypeError('in timer') }, 1); 1", status: StatusError, value: "<nil>", errType: "TypeError", errSubstr: "in timer"},
 		{code: "queueMicrotask(() => print('micro')); 2", status: StatusOK, value: "2", stdout: "micro\n"},
 		{code: "Promise.reject('nobody'); 5", status: StatusOK, value: "5", stderr: "Uncaught (in promise) \"nobody\"\n"},
-		{code: "typeof process + typeof require + typeof fetch", status: StatusOK, value: `"undefinedundefinedfunction"`},
+		{code: "typeof process + typeof require + typeof fetch", status: StatusOK, value: `"undefinedfunctionfunction"`}, // require: npm packages (modules.js)
 	}
 	for _, tc := range tests {
 		r := w.Run(context.Background(), tc.code, RunOptions{})

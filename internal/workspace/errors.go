@@ -32,6 +32,9 @@ const (
 	InvalidPath
 	// FileNotFound: the workspace has no file at the path.
 	FileNotFound
+	// PackagesFailed: packages could not be installed (Err is the
+	// *packages.Error that says why).
+	PackagesFailed
 )
 
 func (c Code) String() string {
@@ -60,6 +63,8 @@ func (c Code) String() string {
 		return "invalid_path"
 	case FileNotFound:
 		return "file_not_found"
+	case PackagesFailed:
+		return "packages_failed"
 	}
 	return "unknown"
 }

@@ -200,6 +200,12 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 	fail := func(msg string) { res.Status, res.Stderr = worker.StatusError, msg }
 	f := strings.Fields(code)
 	switch {
+	case strings.HasPrefix(code, "packages "): // the run's PackageSource, asked as a guest would
+		if opts.Packages == nil {
+			set("none")
+		} else {
+			set(string(opts.Packages.Packages(ctx, []byte(strings.TrimPrefix(code, "packages ")))))
+		}
 	case len(f) == 3 && f[0] == "set":
 		r.vars[f[1]] = f[2]
 	case len(f) == 2 && f[0] == "get":

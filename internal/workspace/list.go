@@ -30,6 +30,9 @@ type Info struct {
 	MemoryBytes  int64     // held by its live interpreters
 	StateBytes   int64     // its saved interpreters and checkpoints on disk
 	Checkpoints  []CheckpointInfo
+	// Packages are what its packages lock holds (LockPath), by language
+	// and name; nil when none.
+	Packages []Package
 }
 
 // Interpreter is one language's kept state in a workspace.
@@ -180,6 +183,7 @@ func (m *Manager) list(pd string, from *ListFrom, limit int) ([]Info, bool) {
 			in.DiskBytes, _ = guestfs.Usage(filepath.Join(pdir, in.ID))
 		}
 		in.Checkpoints = m.checkpoints(filepath.Join(pdir, stateDirName, in.ID))
+		in.Packages = lockFilePackages(filepath.Join(pdir, in.ID, LockPath))
 		for _, c := range in.Checkpoints {
 			in.StateBytes += c.Bytes
 		}

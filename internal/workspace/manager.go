@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"execd/internal/packages"
 	"execd/internal/worker"
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	// Network gives each run the network of its principal and workspace
 	// (internal/egress's Session). Nil: runs have none.
 	Network func(principal, workspace string) worker.Network
+	// Packages installs npm packages and pure-Python wheels into
+	// workspaces (packages.go). Nil: there are none, and a guest that asks
+	// is told so.
+	Packages *packages.Service
 }
 
 // Request is one call to run code.

@@ -88,6 +88,9 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 	if req.Input != nil {
 		opts.Input = slot
 	}
+	if m.cfg.Packages != nil {
+		opts.Packages = &pkgRun{m: m, disk: disk, lang: lang}
+	}
 	disk.Track()
 	endRun := m.obs.Phase(ctx, PhaseRun, lang)
 	res := r.Run(ctx, req.Code, opts)

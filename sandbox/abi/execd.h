@@ -32,6 +32,8 @@ IMPORT("net_body") int32_t host_net_body(int32_t id, void *buf, uint32_t cap);
 IMPORT("net_close") int32_t host_net_close(int32_t id);
 IMPORT("net_env") int32_t host_net_env(char *buf, uint32_t cap);
 IMPORT("tool_call") int32_t host_tool_call(const char *req, uint32_t req_len);
+IMPORT("packages") int32_t host_packages(const char *req, uint32_t req_len, char *buf, uint32_t cap);
+IMPORT("packages_answer") int32_t host_packages_answer(char *buf, uint32_t cap);
 
 /* What show and input answer besides success (sandbox/ABI.md). */
 enum {

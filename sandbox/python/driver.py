@@ -18,6 +18,7 @@ import warnings
 
 import _execd_net
 import execd
+import execd_packages
 import linecache
 import traceback
 
@@ -96,7 +97,8 @@ def _restore_stdio():
 # code's author changes course instead of retrying.
 _OFFERS = ("Available: sqlite3, csv, json, statistics, math, decimal, fractions (standard library); "
            "dateutil, tabulate, pytz, openpyxl, png (pypng), networkx, yaml, jinja2, sympy, mpmath, requests. "
-           "Nothing can be installed (no pip).")
+           "Pure-Python packages install with %pip install NAME (or from execd import install); "
+           "packages with C extensions cannot be installed.")
 _NUMERIC = ("For numerics use lists with math, statistics, fractions and decimal, mpmath (matrices, "
             "high precision) or sympy (exact and symbolic).")
 _TABLES = ("For tables use csv or sqlite3 (SQL, also in memory: sqlite3.connect(':memory:')), "
@@ -146,6 +148,7 @@ class _Unavailable:
 
 
 sys.meta_path.append(_Unavailable)
+execd_packages.setup(_HINTS)
 
 
 class _Patching:
@@ -325,6 +328,10 @@ def run_cell(source):
     """Runs source as the next cell; returns (status, value, error)."""
     global _count
     _count += 1
+    try:
+        source = execd_packages.prepare_cell(source)
+    except Exception:
+        pass
     name = "<cell-%d>" % _count
     _cells[name] = source
     if len(_cells) > _MAX_CELLS:

@@ -493,6 +493,9 @@ static PyObject *m_fired(PyObject *self, PyObject *unused)
     return PyBool_FromLong(_Py_execd_interrupt_fired);
 }
 
+/* _packages(request): execd_packages.py's way to the host (packages.c). */
+#include "packages.c"
+
 static PyMethodDef execd_methods[] = {
     {"progress", (PyCFunction)(void (*)(void))m_progress, METH_VARARGS | METH_KEYWORDS,
      "progress(done, total=None, message=None)\n--\n\n"
@@ -502,6 +505,7 @@ static PyMethodDef execd_methods[] = {
     {"_input", m_input, METH_O, NULL},
     {"_poll", m_poll, METH_O, NULL},
     {"_fired", m_fired, METH_NOARGS, NULL},
+    {"_packages", m_packages, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

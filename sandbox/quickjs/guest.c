@@ -777,12 +777,20 @@ static const JSCFunctionListEntry web_natives[] = {
  * under a new query. A .json file is a module whose default export is its
  * parsed content. */
 
+/* npm packages and node: built-ins (packages.c, modules.js). */
+static int packages_owns(const char *base, const char *name);
+static char *packages_normalize(JSContext *c, const char *base, const char *name);
+static int packages_loads(const char *name);
+static JSModuleDef *packages_load(JSContext *c, const char *name);
+
 static char *module_normalize(JSContext *c, const char *base, const char *name, void *opaque)
 {
     size_t blen, nlen;
     const char *slash, *tail;
     char *r;
     (void)opaque;
+    if (packages_owns(base, name))
+        return packages_normalize(c, base, name);
     if (!strncmp(name, "file://", 7))
         name += 7;
     if (name[0] != '/' && strncmp(name, "./", 2) && strncmp(name, "../", 3) && strcmp(name, ".") && strcmp(name, ".."))
@@ -833,6 +841,8 @@ static JSModuleDef *module_loader(JSContext *c, const char *name, void *opaque)
     JSModuleDef *m;
     const char *dot;
     (void)opaque;
+    if (packages_loads(name))
+        return packages_load(c, name);
     if (name[0] != '/') {
         throw_module_error(c, "Cannot find package '%s'%s", name,
             ": this sandbox has no npm packages or Node built-in modules; import files under "
@@ -998,6 +1008,7 @@ static void rejection_tracker(JSContext *c, JSValueConst promise, JSValueConst r
 static JSValue call_helper(const char *name);
 #include "net.c"
 #include "tools.c"
+#include "packages.c"
 
 /* ---- bootstrap ----------------------------------------------------------- */
 
@@ -1007,6 +1018,7 @@ static JSValue call_helper(const char *name);
 #include "intl.h"
 #include "fetch.h"
 #include "tools.h"
+#include "modules.h"
 
 /* run_init_script(src, args): evaluates src (a function expression) and
    calls it with args; returns its result or JS_EXCEPTION. */
@@ -1092,6 +1104,16 @@ static int setup_globals(void)
         goto done;
     }
     JS_FreeValue(ctx, r);
+    /* modules.js gets packages.c's natives */
+    natives = JS_NewObject(ctx);
+    JS_SetPropertyFunctionList(ctx, natives, pkg_natives, sizeof(pkg_natives) / sizeof(pkg_natives[0]));
+    args[0] = natives;
+    modules = run_init_script(modules_js, sizeof(modules_js) - 1, "<execd:modules>", 3, args);
+    JS_FreeValue(ctx, natives);
+    if (JS_IsException(modules)) {
+        print_init_error("modules.js");
+        goto done;
+    }
     ret = 0;
 done:
     JS_FreeValue(ctx, global);
