@@ -217,22 +217,25 @@ func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
 	}
 	// The restored workspaces have no images on disk: the first file to
 	// appear under ~state (an image being written, or one just renamed into
-	// place) is the saving under way, and the kill lands in it.
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	d.waitLog("shutting down")
+	// place) is the saving under way, and the kill lands in it. The files
+	// are looked for without a pause: saving them all takes milliseconds.
 	saving := func() []string {
 		m, _ := filepath.Glob(filepath.Join(data, "*", "~state", "*", atomicfile.TempPrefix+"*"))
 		return append(m, images(t, data)...)
 	}
-	for deadline := time.Now().Add(time.Minute); len(saving()) == 0; time.Sleep(time.Millisecond) {
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(time.Minute); len(saving()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("no image written within a minute of SIGTERM\n%s", d.logs())
 		}
 	}
 	d.cmd.Process.Kill()
 	<-d.exited
-	t.Logf("SIGKILL with %d of %d images complete", len(images(t, data)), n)
-
+	if complete := len(images(t, data)); complete == n {
+		t.Fatalf("the kill came after all %d images were saved: the test did not kill a saving", n)
+	} else {
+		t.Logf("SIGKILL with %d of %d images complete", complete, n)
+	}
 	for _, p := range images(t, data) {
 		b, err := os.ReadFile(p)
 		if err != nil {
