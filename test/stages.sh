@@ -2,7 +2,7 @@
 # test/stages.sh — run make targets as `make test` does, and print each one's wall time and
 # CPU time at the end (also when one fails: the stages after it did not run).
 #
-#   bash test/stages.sh guests lint 'unit,bench|deploy,e2e,soak' fuzz
+#   bash test/stages.sh guests lint 'unit,fuzz|deploy,e2e,bench,soak'     # as `make test`
 #
 # Each argument is a step, run after the one before. A step is a stage (a make target), or
 # lanes separated by "|" that run at the same time, each lane its stages separated by ","
@@ -86,7 +86,7 @@ for step in "$@"; do
 	declare -A running=()
 	set -m # each lane in a process group of its own, so that a failure can stop the others
 	for lane in "${lanes[@]}"; do
-		run_lane "$lane" x &
+		run_lane "$lane" x </dev/null & # a background group must not read the terminal
 		lanes_pids+=($!)
 		running[$!]=1
 	done
