@@ -138,7 +138,7 @@ echo
 if [ "$rc" -ne 0 ]; then
 	for r in "${rows[@]}"; do
 		IFS='|' read -r n _ _ res <<<"$r"
-		[[ $res == FAILED* ]] && echo "make test: stage $n failed ($res); the steps after it did not run, and stages running beside it were stopped."
+		[[ $res == FAILED* ]] && echo "make test: stage $n failed (${res#FAILED (}; the steps after it did not run, and stages running beside it were stopped."
 	done
 	echo
 fi
