@@ -23,10 +23,15 @@ build: guests
 run: build
 	./bin/execd $(ARGS)
 
-## test: everything CI runs, stage after stage, and each stage's wall time at the end
-## (test/stages.sh); the first stage that fails ends it.
+## test: everything CI runs, and each stage's wall and CPU time at the end (test/stages.sh).
+## The guests and lint first; then two lanes at once: the CPU-bound unit tests and fuzzing in
+## one, in the other the stages that mostly wait on clients, timers and a container boot
+## (deploy, e2e), the benchmarks once and the soak. The first stage that fails ends the run and
+## stops the other lane. TEST_STAGES="guests lint unit bench fuzz e2e soak deploy" runs them
+## one after another.
+TEST_STAGES ?= guests lint 'unit,fuzz|deploy,e2e,bench,soak'
 test:
-	@MAKE="$(MAKE)" bash test/stages.sh guests lint unit bench fuzz e2e soak deploy
+	@MAKE="$(MAKE)" bash test/stages.sh $(TEST_STAGES)
 
 ## quick: what can be checked without the guests, in about a minute: lint, then the tests of
 ## every package but GUEST_PKGS (those that run the real guests), without the race detector.
@@ -40,8 +45,10 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 ## unit: the Go tests, with the race detector; the daemon and worker tests need the guests.
+## The two longest packages are named first: go test starts packages in the order given (two at
+## a time on 2 cores), and internal/worker alone takes most of the stage.
 unit: guests
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m ./internal/worker ./cmd/execd ./...
 
 ## bench: every benchmark once, so that they keep compiling and running.
 bench:
@@ -62,24 +69,25 @@ soak:
 ## fuzz: every fuzz target for a fixed number of executions (seed corpora always run in unit).
 ## Counts rather than a duration: with -fuzztime <duration>, Go's fuzz coordinator can report its own
 ## deadline as a failure ("context deadline exceeded") when the timer fires on a loaded machine.
-## Each count is about ten seconds' work here; FUZZSCALE multiplies them all.
+## Each count is one to three seconds' work on 2 cores (1 min 41 s for all, at load average 2);
+## FUZZSCALE multiplies them all (FUZZSCALE=4: the ten seconds each that `make test` spent before).
 FUZZSCALE ?= 1
-FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:300000 ./internal/jsonscan:FuzzObject:200000 \
-	./internal/frontend:FuzzHTTP:100000 ./internal/frontend:FuzzMeta:100000 \
-	./internal/frontend:FuzzDecodeHeaderValue:100000 ./internal/frontend:FuzzArguments:100000 \
-	./internal/frontend:FuzzAppendJSONString:120000 ./internal/config:FuzzParse:40000 \
-	./internal/worker:FuzzKillSwitch:100000 ./internal/worker:FuzzBoundedBuffer:100000 \
-	./internal/worker:FuzzReadImage:100000 ./internal/worker:FuzzJSImportRewrite:3000 \
-	./internal/frontend:FuzzSessionVerify:100000 ./internal/worker:FuzzEnvelope:60000 \
-	./internal/egress:FuzzTarget:130000 ./internal/egress:FuzzPattern:150000 \
-	./internal/egress:FuzzSubstitute:150000 ./internal/worker:FuzzNetStart:12000 \
-	./internal/procstat:FuzzVmRSS:300000 ./internal/worker:FuzzImageSize:30000 \
-	./internal/tasks:FuzzDecodeRecord:30000 ./internal/upstream:FuzzSignature:10000 \
-	./internal/upstream:FuzzIDScanner:20000 ./internal/packages:FuzzSemverRange:10000 \
-	./internal/packages:FuzzPackument:20000 ./internal/packages:FuzzIndexPage:20000 \
-	./internal/packages:FuzzMetadata:20000 ./internal/packages:FuzzMarker:30000 \
-	./internal/packages:FuzzRequirement:15000 ./internal/packages:FuzzUnpack:1000 \
-	./internal/packages:FuzzLock:500 ./internal/workspace:FuzzReadBinding:30000
+FUZZ_TARGETS := ./internal/jsonrpc:FuzzDecode:75000 ./internal/jsonscan:FuzzObject:50000 \
+	./internal/frontend:FuzzHTTP:25000 ./internal/frontend:FuzzMeta:25000 \
+	./internal/frontend:FuzzDecodeHeaderValue:25000 ./internal/frontend:FuzzArguments:25000 \
+	./internal/frontend:FuzzAppendJSONString:30000 ./internal/config:FuzzParse:10000 \
+	./internal/worker:FuzzKillSwitch:25000 ./internal/worker:FuzzBoundedBuffer:25000 \
+	./internal/worker:FuzzReadImage:25000 ./internal/worker:FuzzJSImportRewrite:750 \
+	./internal/frontend:FuzzSessionVerify:25000 ./internal/worker:FuzzEnvelope:15000 \
+	./internal/egress:FuzzTarget:32500 ./internal/egress:FuzzPattern:37500 \
+	./internal/egress:FuzzSubstitute:37500 ./internal/worker:FuzzNetStart:3000 \
+	./internal/procstat:FuzzVmRSS:75000 ./internal/worker:FuzzImageSize:7500 \
+	./internal/tasks:FuzzDecodeRecord:7500 ./internal/upstream:FuzzSignature:2500 \
+	./internal/upstream:FuzzIDScanner:5000 ./internal/packages:FuzzSemverRange:2500 \
+	./internal/packages:FuzzPackument:5000 ./internal/packages:FuzzIndexPage:5000 \
+	./internal/packages:FuzzMetadata:5000 ./internal/packages:FuzzMarker:7500 \
+	./internal/packages:FuzzRequirement:3750 ./internal/packages:FuzzUnpack:250 \
+	./internal/packages:FuzzLock:125 ./internal/workspace:FuzzReadBinding:7500
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$$(( $${rest##*:} * $(FUZZSCALE) )); \

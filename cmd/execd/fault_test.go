@@ -104,23 +104,40 @@ func (p *probe) gc() {
 }
 
 // baseline waits for the daemon to be quiet and returns its goroutine count
-// and RSS. Idle keep-alive connections each hold a server goroutine, so the
-// clients' idle connections are closed first.
+// and RSS. Idle keep-alive connections each hold a server goroutine: the
+// clients' are closed, and the count is taken once the daemon serves no
+// connection but the probe's own request.
 func (p *probe) baseline() (int, int64) {
 	p.t.Helper()
 	http.DefaultClient.CloseIdleConnections()
-	g := p.goroutines()
-	for i := 0; i < 50; i++ { // at most ~5s for connection goroutines to end
-		time.Sleep(100 * time.Millisecond)
-		n := p.goroutines()
-		if n == g {
+	n := 0
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if n = p.connections(); n <= 1 {
 			break
 		}
-		g = n
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the daemon still serves %d connections a minute after the clients closed theirs\n%s", n, p.goroutineDump())
+		}
 	}
+	return p.goroutines(), p.quietRSS()
+}
+
+// quietRSS collects garbage and reads RSS until a reading is not below the
+// one before by more than a MiB (what the collection freed has been given
+// back), at most 50 rounds, and returns the lowest reading.
+func (p *probe) quietRSS() int64 {
+	p.t.Helper()
 	p.gc()
-	time.Sleep(200 * time.Millisecond)
-	return g, p.rssKiB()
+	low := p.rssKiB()
+	for range 50 {
+		p.gc()
+		n := p.rssKiB()
+		if n >= low-1024 {
+			return min(n, low)
+		}
+		low = n
+	}
+	return low
 }
 
 // goroutineSlack is how many goroutines above the baseline still count as

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"execd/internal/atomicfile"
 	"execd/internal/worker"
 )
 
@@ -73,6 +74,12 @@ func images(t *testing.T, data string) []string {
 	return m
 }
 
+// workspaceImages are the images of workspace ws (of any principal).
+func workspaceImages(data, ws string) []string {
+	m, _ := filepath.Glob(filepath.Join(data, "*", "~state", ws, "*.img"))
+	return m
+}
+
 func TestSIGTERMHibernatesAndARestartRestores(t *testing.T) {
 	data := t.TempDir()
 	d := startDaemon(t, data, "")
@@ -121,13 +128,7 @@ func TestIdleWorkspacesHibernateAndComeBack(t *testing.T) {
 	c := newMCP(t, d.url, true)
 	defineState(t, c, "idle")
 	// The janitor looks every second: within a few the images are there.
-	deadline := time.Now().Add(30 * time.Second)
-	for len(images(t, data)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no images after 30 s with hibernate_after = 1s\n%s", d.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, "both images with hibernate_after = 1s", d.logs, func() bool { return len(images(t, data)) >= 2 })
 	for _, b := range checkState(t, c, "idle") {
 		t.Error("after hibernation: " + b)
 	}
@@ -214,14 +215,27 @@ func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
 			t.Fatalf("%d: %v", i, sc)
 		}
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	for !strings.Contains(d.logs(), "shutting down") {
-		time.Sleep(time.Millisecond)
+	// The restored workspaces have no images on disk: the first file to
+	// appear under ~state (an image being written, or one just renamed into
+	// place) is the saving under way, and the kill lands in it. The files
+	// are looked for without a pause: saving them all takes milliseconds.
+	saving := func() []string {
+		m, _ := filepath.Glob(filepath.Join(data, "*", "~state", "*", atomicfile.TempPrefix+"*"))
+		return append(m, images(t, data)...)
 	}
-	time.Sleep(30 * time.Millisecond) // into the saving
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(time.Minute); len(saving()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no image written within a minute of SIGTERM\n%s", d.logs())
+		}
+	}
 	d.cmd.Process.Kill()
 	<-d.exited
-
+	if complete := len(images(t, data)); complete == n {
+		t.Fatalf("the kill came after all %d images were saved: the test did not kill a saving", n)
+	} else {
+		t.Logf("SIGKILL with %d of %d images complete", complete, n)
+	}
 	for _, p := range images(t, data) {
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,49 +158,38 @@ kept = "still here"`, `requests.get("http://`+srv.HTTPHost()+`/slow?ms=120000")`
 }
 
 // TestNetworkAndHibernation: a workspace with a request in flight is not
-// hibernated; after a run that used the network it is, and it comes back
-// with its variables.
+// hibernated, while one idle for less time is; after the request it is, and
+// it comes back with its variables.
 func TestNetworkAndHibernation(t *testing.T) {
 	srv := egresstest.Start(t)
 	data := t.TempDir()
 	d, admin := startNetDaemon(t, srv, data, "", `hibernate_after = "1s"`)
 	c := newMCP(t, d.url, true)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var sc map[string]any
+	done := make(chan map[string]any, 1)
 	go func() {
-		defer wg.Done()
-		sc, _ = c.run("busy", `var got = await (await fetch("http://`+srv.HTTPHost()+`/slow?ms=4000")).text(); got`)
+		sc, _ := newMCP(t, d.url, true).run("busy", `var got = await (await fetch("http://`+srv.HTTPHost()+`/held")).text(); got`)
+		done <- sc
 	}()
-	// While the request is in flight (four times hibernate_after), the
-	// workspace stays live and running.
-	deadline := time.Now().Add(30 * time.Second)
-	sawRunning := false
-	for srv.InFlight.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	waitFor(t, "the request of busy in flight", d.logs, func() bool { return srv.InFlight.Load() > 0 })
+	// "idle" is last used after busy's call began: once the janitor has
+	// hibernated it, busy has been in flight for longer than hibernate_after.
+	if sc, isErr := c.run("idle", "var v = 1; v"); isErr {
+		t.Fatalf("idle: %v", sc)
 	}
-	for srv.InFlight.Load() > 0 {
-		_, status := get(t, admin+"/status.json")
-		if strings.Contains(status, `"id": "busy"`) && strings.Contains(status, `"running": true`) {
-			sawRunning = true
-		}
-		if len(images(t, data)) > 0 {
-			t.Fatalf("a workspace was hibernated while its request was in flight: %v", images(t, data))
-		}
-		time.Sleep(200 * time.Millisecond)
+	waitFor(t, "idle hibernated", d.logs, func() bool { return len(workspaceImages(data, "idle")) > 0 })
+	if got := workspaceImages(data, "busy"); len(got) > 0 {
+		t.Fatalf("a workspace was hibernated while its request was in flight: %v", got)
 	}
-	wg.Wait()
-	if sc["result"] != `"slow"` || !sawRunning {
-		t.Fatalf("the slow run: %v (seen running: %v)", sc, sawRunning)
+	if _, status := get(t, admin+"/status.json"); !strings.Contains(status, `"id": "busy"`) || !strings.Contains(status, `"running": true`) {
+		t.Errorf("/status.json while the request is in flight does not show busy running:\n%s", status)
 	}
-	for len(images(t, data)) < 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not hibernated after the run\n%s", d.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
+	srv.Release()
+	if sc := <-done; sc["result"] != `"held"` {
+		t.Fatalf("the held run: %v", sc)
 	}
+	waitFor(t, "busy hibernated after its run", d.logs, func() bool { return len(workspaceImages(data, "busy")) > 0 })
 	sc, isErr := c.run("busy", `[got, (await fetch("https://`+srv.HTTPSHost()+`/text")).status]`)
-	if isErr || sc["result"] != `["slow", 200]` || sc["status"] != "ok" {
+	if isErr || sc["result"] != `["held", 200]` || sc["status"] != "ok" {
 		t.Errorf("after hibernation: %v", sc)
 	}
 }

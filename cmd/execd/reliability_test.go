@@ -92,18 +92,16 @@ func running(sc map[string]any) int {
 	return n
 }
 
-// waitRunning waits until the principal of token has n calls running, as
-// list_workspaces says.
+// waitRunning waits, at most a minute, until the principal of token has n
+// calls running, as list_workspaces says.
 func waitRunning(t *testing.T, url, token string, n int) {
 	t.Helper()
 	c := newMCP(t, url, true).withToken(token)
-	for {
-		sc, _, _ := mcptest.Structured(c.RPC("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil))
-		if running(sc) >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var sc map[string]any
+	waitFor(t, fmt.Sprintf("%d calls running", n), func() string { return fmt.Sprint(sc) }, func() bool {
+		sc, _, _ = mcptest.Structured(c.RPC("tools/call", map[string]any{"name": "list_workspaces", "arguments": map[string]any{}}, nil))
+		return running(sc) >= n
+	})
 }
 
 // progressCall is an execute_code call with a progress token, whose

@@ -33,6 +33,17 @@ func (d *daemon) waitLog(s string) {
 	d.t.Fatalf("no %q in the log\n%s", s, d.logs())
 }
 
+// waitFor polls cond until it holds, at most a minute; then the test fails
+// with what it waited for and the daemon's log.
+func waitFor(t testing.TB, what string, logs func() string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute\n%s", what, logs())
+		}
+	}
+}
+
 func TestSecondSignalEndsTheShutdownGrace(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -485,20 +496,27 @@ func scanned(token string, n *int) bool {
 	return err == nil
 }
 
+// connections is how many HTTP connections the daemon serves now (a
+// goroutine in net/http's conn.serve each, on any of its listeners; the
+// probe's request is one).
+func (p *probe) connections() int {
+	p.t.Helper()
+	resp, err := p.hc.Get(p.debug + "goroutine?debug=2")
+	if err != nil {
+		p.t.Fatalf("goroutine dump: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return strings.Count(string(b), "net/http.(*conn).serve(")
+}
+
 // awaitConnections waits, at most a minute, until the daemon serves n HTTP
-// connections (a goroutine in net/http's conn.serve each, on any of its
-// listeners; the probe's request is one).
+// connections.
 func (p *probe) awaitConnections(n int) {
 	p.t.Helper()
 	got := 0
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		resp, err := p.hc.Get(p.debug + "goroutine?debug=2")
-		if err != nil {
-			p.t.Fatalf("goroutine dump: %v", err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if got = strings.Count(string(b), "net/http.(*conn).serve("); got >= n {
+		if got = p.connections(); got >= n {
 			return
 		}
 	}

@@ -83,14 +83,16 @@ func TestSharedOneInstanceAtATime(t *testing.T) {
 		_, err := a.Run(context.Background(), workspace.Request{Principal: "p", Workspace: "w"})
 		first <- err
 	}()
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		reg1.mu.Lock()
 		n := reg1.running
 		reg1.mu.Unlock()
 		if n == 1 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("the first run is not running after 10 s (%d running)", n)
+		}
 	}
 	told := make(chan string, 1)
 	second := make(chan error, 1)

@@ -313,8 +313,10 @@ func TestStdioRequestsRefusedOnceShutdownBegan(t *testing.T) {
 	grace, endGrace := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Shutdown(grace); close(done) }()
-	for !draining(s) {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !draining(s); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server is not draining 10 s after Shutdown began")
+		}
 	}
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"6*7","language":"javascript","workspace":"b"}}}`)
 	l := c.read()

@@ -32,10 +32,22 @@ func BenchmarkTasks(b *testing.B) {
 	defer st.Close()
 	cfg := testOptions()
 	cfg.Tasks, cfg.TaskAfter = st, 25*time.Millisecond
-	ex := &benchExec{onRun: func(ctx context.Context, _ workspace.Request) {
+	// A run ends 80 ms after it began and once its client holds the task
+	// (so that on a loaded machine no run can end before task_after fires
+	// and answer the call itself).
+	var gates sync.Map // workspace → chan struct{}, closed when its call is a task
+	gate := func(ws string) chan struct{} {
+		ch, _ := gates.LoadOrStore(ws, make(chan struct{}))
+		return ch.(chan struct{})
+	}
+	ex := &benchExec{onRun: func(ctx context.Context, req workspace.Request) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(80 * time.Millisecond):
+		}
+		select {
+		case <-ctx.Done():
+		case <-gate(req.Workspace):
 		}
 	}}
 	s := newTestServer(cfg, ex)
@@ -48,7 +60,7 @@ func BenchmarkTasks(b *testing.B) {
 	var gets []time.Duration
 	var mu sync.Mutex
 	b.ResetTimer()
-	for range b.N {
+	for n := range b.N {
 		var wg sync.WaitGroup
 		for w := range clients {
 			wg.Add(1)
@@ -57,10 +69,11 @@ func BenchmarkTasks(b *testing.B) {
 				c := &mcptest.Client{T: b, URL: ts.URL + "/mcp", Caps: mcptest.TasksCaps()}
 				var mine []time.Duration
 				for i := range each {
-					ws := fmt.Sprintf("w%d-%d", w, i)
+					ws := fmt.Sprintf("w%d-%d-%d", n, w, i) // one gate each
 					msg := c.Answer("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": "x", "language": "javascript", "workspace": ws}})
 					res, _ := msg["result"].(map[string]any)
 					id, _ := res["taskId"].(string)
+					close(gate(ws))
 					if id == "" {
 						b.Errorf("call %s did not become a task: %v", ws, msg)
 						return

@@ -319,11 +319,7 @@ func TestPythonPrinterUsesOwnBuiltins(t *testing.T) {
 // meets the guest's heap cap, not the end of linear memory, so the
 // workspace answers afterwards and its memory can be freed and reused.
 func TestPythonSmallObjectBombLeavesWorkspaceUsable(t *testing.T) {
-	e, err := NewEngine(context.Background(), Config{StrictTermination: true, MemoryLimitMiB: 64}, nil)
-	if err != nil {
-		t.Fatalf("NewEngine: %v (build the guests first: make guests)", err)
-	}
-	defer e.Close(context.Background())
+	e := heapCapEngine(t) // the shared compilation cache: no compilation of its own
 	for _, bomb := range []string{
 		"x = []\nwhile True: x.append(str(len(x)))",
 		"x = {}\nwhile True: x[len(x)] = [len(x)]",

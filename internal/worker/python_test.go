@@ -232,13 +232,10 @@ func TestPythonInterruptKeepsState(t *testing.T) {
 		"try:\n    while True: n += 1\nexcept ValueError:\n    pass",
 		"import time\nn += 1\ntime.sleep(3600)",
 	} {
+		// The cancel comes once the cell has begun: its progress() call is
+		// the last thing before the loop.
 		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			// Let the loop start (no assertion on time).
-			time.Sleep(50 * time.Millisecond)
-			cancel()
-		}()
-		r := w.Run(ctx, loop, RunOptions{})
+		r := w.Run(ctx, "from execd import progress\nprogress(1)\n"+loop, RunOptions{Sink: &progressRec{fn: cancel}})
 		cancel()
 		if r.Status != StatusInterrupted || r.Discontinuous() {
 			t.Fatalf("interrupted run = %s", describe(r))

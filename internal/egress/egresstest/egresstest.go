@@ -35,6 +35,8 @@ import (
 //	/json         {"ok": true, "items": [1, 2, 3], "name": "ü"}
 //	/bytes?n=N    N bytes 0, 1, …, 255, 0, …
 //	/slow?ms=M    "slow" after M milliseconds (or when the client goes away)
+//	/held         "held" once the test calls Release (or when the client goes away):
+//	              a request in flight for exactly as long as the test needs
 //	/redirect?to=URL&code=C   a redirect to URL (C: 302 by default)
 //	/stream       a body that never ends (until the client goes away)
 //	/hang         headers, then nothing, forever
@@ -47,7 +49,7 @@ import (
 //
 // Requests counts every request either server received; InFlight those
 // being answered now, Aborted those whose client went away before the
-// answer of /slow, /hang, /stream or /barrier was complete.
+// answer of /slow, /held, /hang, /stream or /barrier was complete.
 type Servers struct {
 	HTTP, HTTPS *httptest.Server
 	// CAFile is a PEM file with the HTTPS server's certificate, for
@@ -61,6 +63,18 @@ type Servers struct {
 	mu       sync.Mutex
 	barriers map[string]*barrier
 	auth     []string
+	held     chan struct{} // closed by Release
+}
+
+// Release answers every /held request, those in flight and those to come.
+func (s *Servers) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.held:
+	default:
+		close(s.held)
+	}
 }
 
 // Authorizations are the Authorization headers the servers received, in
@@ -90,7 +104,7 @@ func (s *Servers) WaitIdle(max time.Duration) bool {
 // Start starts both servers; they close with the test.
 func Start(t testing.TB) *Servers {
 	t.Helper()
-	s := &Servers{}
+	s := &Servers{held: make(chan struct{})}
 	h := s.handler()
 	s.HTTP = httptest.NewServer(h)
 	s.HTTPS = httptest.NewUnstartedServer(h)
@@ -168,6 +182,15 @@ func (s *Servers) handler() http.Handler {
 			return
 		}
 		_, _ = io.WriteString(w, "slow")
+	})
+	mux.HandleFunc("/held", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.held:
+		case <-r.Context().Done():
+			s.Aborted.Add(1)
+			return
+		}
+		_, _ = io.WriteString(w, "held")
 	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
