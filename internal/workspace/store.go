@@ -88,6 +88,18 @@ func writeNote(stateDir, lang string, n note) error {
 		return ignoreMissing(os.Remove(p))
 	}
 	b := []byte(string(n) + "\n")
+	err := writeNoteFile(p, n, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The workspace's first note: its state directory is made now
+		// (prepareDirs).
+		if err = os.MkdirAll(stateDir, 0o700); err == nil {
+			err = writeNoteFile(p, n, b)
+		}
+	}
+	return err
+}
+
+func writeNoteFile(p string, n note, b []byte) error {
 	if n == noteLive {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
