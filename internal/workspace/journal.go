@@ -15,24 +15,12 @@ import (
 )
 
 // The live journal: the crash marker of interpreters that start with no
-// note (a new workspace, or a language new to a workspace), instead of a
-// "live" note of their own (RATIONALE.md, "Why a journal of live
-// interpreters?"). Each Manager appends to a file of its own at the top of
-// the data directory,
-//
-//	~live.<pid>.<unix nanoseconds>
-//
-// and holds an flock on it while it runs. A line "+ <pdir> <id> <lang>"
-// says that the interpreter went live with no note; "- <pdir> <id>" that
-// the workspace was deleted. No principal directory is named ~live…
-// (names.go: "~" is followed by hex digits only).
-//
-// At start, a Manager compacts every journal whose flock it can take (its
-// owner is gone, however it ended): each interpreter still marked live whose
-// workspace still has its files and no note gets the note "live" — the
-// state the owner held was lost with it, and the next run says so
-// (ReasonRestarted) — and the journal is removed. A journal of a running
-// execd (several instances on one data directory) is left alone.
+// note, one appended line each instead of a "live" note of their own
+// (RATIONALE.md, "Why a journal of live interpreters?"). Each Manager
+// writes ~live.<pid>.<unix ns> at the top of the data directory and holds
+// an flock on it while it runs; lines are "+ <pdir> <id> <lang>" (went
+// live with no note) and "- <pdir> <id>" (deleted). No principal directory
+// is named ~live… (names.go: "~" is followed by hex digits only).
 const journalPrefix = "~live."
 
 type journal struct {

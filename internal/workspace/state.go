@@ -83,8 +83,12 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	if err := m.markLive(w, lang, n); err != nil {
 		m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 	}
-	if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
-		m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
+	// Without a note there is no image to remove: an image is only ever
+	// read after a note that names it, and one is written before its note.
+	if n != noteNone {
+		if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
+			m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
+		}
 	}
 	m.mu.Lock()
 	w.runners[lang] = r

@@ -18,7 +18,9 @@ import (
 //	<principal>/~state/<id>/<lang>.img         a saved interpreter (imagefile.go)
 //	<principal>/~state/<id>/<lang>.note        what became of that language's state
 //	<principal>/~state/<id>/checkpoints/<name>/{<lang>.img, <lang>.note, files/}
+//	~live.<pid>.<ns>                           the live journal of a running execd (journal.go)
 //
+// ~state/<id>/ is made when something is first written in it (prepareDirs).
 // The guest sees only <principal>/<id>/. Everything under ~state belongs to
 // the Manager and is written only by the holder of the workspace's turn.
 const (
