@@ -29,8 +29,8 @@ type journal struct {
 }
 
 // openJournal compacts the journals of Managers that are gone, then opens
-// this Manager's own. When its journal cannot be made, it returns a nil
-// *os.File: the Manager writes "live" notes instead.
+// this Manager's own. When its journal cannot be made, the journal it
+// returns has no file and the Manager writes "live" notes instead.
 func openJournal(dataDir string, log *zap.Logger) *journal {
 	if n, err := compactJournals(dataDir); err != nil {
 		log.Error("live journal: compaction", zap.Error(err))
