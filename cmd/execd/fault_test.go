@@ -540,3 +540,44 @@ func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 	t.Logf("SIGKILL with %d runs writing (%v) and %d waiting", len(running), running, n-len(running))
 	d2.stop()
 }
+
+// TestSIGKILLSaysRestarted: execd killed outright while workspaces are live
+// — new ones (marked in the live journal) and one restored from a saved
+// image (marked by its note) — is followed by an execd whose first call to
+// each says reset with reset_reason "restarted", while a workspace that
+// was deleted before the kill comes back new, without a reset.
+func TestSIGKILLSaysRestarted(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	c := newMCP(t, d.url, true)
+	if _, isErr := c.run("saved", "var v = 1"); isErr {
+		t.Fatal("first call")
+	}
+	d.stop() // saves "saved"
+	d = startDaemon(t, data, "")
+	c = newMCP(t, d.url, true)
+	for _, ws := range []string{"saved", "new1", "new2", "gone"} {
+		if sc, isErr := c.run(ws, "var v = 2; v"); isErr || sc["reset"] == true {
+			t.Fatalf("%s before the kill: %v", ws, sc)
+		}
+	}
+	c.RPC("tools/call", map[string]any{"name": "delete_workspace", "arguments": map[string]any{"workspace": "gone"}}, nil)
+	d.cmd.Process.Kill()
+	<-d.exited
+
+	d2 := startDaemon(t, data, "")
+	c2 := newMCP(t, d2.url, true)
+	for _, ws := range []string{"saved", "new1", "new2"} {
+		sc, _ := c2.run(ws, "typeof v")
+		if sc["reset"] != true || sc["reset_reason"] != "restarted" || sc["result"] != `"undefined"` {
+			t.Errorf("%s after SIGKILL: %v; want reset, restarted", ws, sc)
+		}
+		if sc, _ := c2.run(ws, "1"); sc["reset"] == true {
+			t.Errorf("%s, second call after SIGKILL: %v", ws, sc)
+		}
+	}
+	if sc, _ := c2.run("gone", "typeof v"); sc["reset"] == true {
+		t.Errorf("workspace deleted before the kill: %v; want a new workspace", sc)
+	}
+	d2.stop()
+}

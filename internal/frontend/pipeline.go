@@ -160,11 +160,10 @@ type task struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 
-	observed    func(RequestEnd) // reports its end to the Observer
-	scope       string           // its id is registered in this peer's scope
-	session     *session         // it is in flight in this session
-	stopClose   func() bool      // the end of its connection no longer cancels it
-	stopSession func() bool      // the end of its session no longer cancels it
+	observed  func(RequestEnd) // reports its end to the Observer
+	scope     string           // its id is registered in this peer's scope
+	session   *session         // it is in flight in this session
+	stopClose func() bool      // the end of its connection no longer cancels it
 }
 
 // register gives an admitted request its context and makes it reachable:
@@ -173,7 +172,14 @@ type task struct {
 // shutdown. It fails when the request's id is already in flight in its
 // peer.
 func (s *Server) register(o origin, a admission, c *Call, m method, ri RequestInfo) (*task, *reply) {
-	ctx, cancel := context.WithCancelCause(s.runCtx)
+	// A session's request is a child of the session's context, itself a
+	// child of runCtx: the end of the session and shutdown both reach it,
+	// with their own cause, without a hook per request.
+	parent := s.runCtx
+	if a.session != nil {
+		parent = a.session.ctx
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now()}
 	if a.peer != nil {
 		if !s.inflight.add(a.peer.scope, c.id, cancel) {
@@ -190,15 +196,13 @@ func (s *Server) register(o origin, a admission, c *Call, m method, ri RequestIn
 	}
 	if sess := a.session; sess != nil {
 		t.session = sess
-		t.stopSession = context.AfterFunc(sess.ctx, t.sessionEnded)
 		sess.begin()
 	}
 	s.calls.Add(1)
 	return t, nil
 }
 
-func (t *task) clientGone()   { t.cancel(t.o.goneCause()) }
-func (t *task) sessionEnded() { t.cancel(context.Cause(t.session.ctx)) }
+func (t *task) clientGone() { t.cancel(t.o.goneCause()) }
 
 // run runs the task and answers; it must be called exactly once.
 func (t *task) run() {
@@ -224,8 +228,7 @@ func (s *Server) serveIntercepted(c *Call, m method) *reply {
 }
 
 func (t *task) end() {
-	if t.stopSession != nil {
-		t.stopSession()
+	if t.session != nil {
 		t.session.end()
 	}
 	if t.stopClose != nil {

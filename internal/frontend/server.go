@@ -224,6 +224,7 @@ func New(opts Options) (*Server, error) {
 		cancelRun: cancel,
 		stopping:  make(chan struct{}),
 	}
+	s.sessions.parent = ctx
 	if s.obs == nil {
 		s.obs = nopObserver{}
 	}

@@ -23,8 +23,9 @@ type session struct {
 	lastUsed atomic.Int64 // unix nanoseconds
 	active   atomic.Int32 // calls in flight: a session with one is never idle
 
-	// ctx ends when the session is deleted or expires; the session's runs
-	// and its GET streams end with it.
+	// ctx ends when the session is deleted or expires, or execd's runs
+	// are cancelled (it is a child of Server.runCtx); the session's runs,
+	// whose contexts are its children, and its GET streams end with it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
@@ -45,6 +46,9 @@ func (s *session) expired(ttl time.Duration) bool {
 // sessionStore holds the live sessions and expires idle ones.
 type sessionStore struct {
 	ttl time.Duration
+	// parent is the parent of every session's context (Server.runCtx);
+	// nil: context.Background().
+	parent context.Context
 	// key signs session ids (Options.SessionKey); nil: ids are random and
 	// known only to this store.
 	key []byte
@@ -85,7 +89,11 @@ func (st *sessionStore) create(principal, version string, caps json.RawMessage) 
 }
 
 func (st *sessionStore) newSession(id, principal, version string) *session {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	parent := st.parent
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	s := &session{id: id, principal: principal, version: version, peer: newPeer("s:" + id), ctx: ctx, cancel: cancel}
 	s.touch()
 	return s

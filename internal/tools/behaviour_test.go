@@ -84,6 +84,56 @@ func TestLegacyDuplicateInflightID(t *testing.T) {
 	c.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, nil).Body.Close()
 }
 
+// Deleting a legacy session stops the calls running in it (they were the
+// session's), and sends nothing more on their streams.
+func TestLegacySessionDeleteStopsItsRuns(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	done := make(chan struct{})
+	s, ts := newHTTP(t, testOptions(), &notifyingExec{fakeExec: ex, done: done})
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	ev := mcptest.Events(resp)
+	<-ex.started
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", c.Session)
+	dr, err := http.DefaultClient.Do(req)
+	if err != nil || dr.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", dr, err)
+	}
+	dr.Body.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		ended, end := context.WithCancel(context.Background())
+		end()
+		s.Shutdown(ended) // stops the run, so that the server can close
+		t.Fatal("deleting the session did not stop its run")
+	}
+	for m := range ev {
+		t.Fatalf("after the session ended the stream carried %v", m)
+	}
+}
+
+// A legacy session's running call that outlasts the shutdown grace is
+// stopped and answered that execd is shutting down.
+func TestLegacySessionRunStoppedByShutdown(t *testing.T) {
+	ex := &fakeExec{started: make(chan string, 1)}
+	s, ts := newHTTP(t, testOptions(), ex)
+	c := &client{T: t, URL: ts.URL + "/mcp"}
+	c.Initialize()
+	resp := c.Post(context.Background(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"block","language":"javascript"}}}`, nil)
+	<-ex.started
+	grace, endGrace := context.WithCancel(context.Background())
+	endGrace()
+	s.Shutdown(grace)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":7`) || !strings.Contains(string(b), "shutting down") {
+		t.Fatalf("the session's call answered %s", b)
+	}
+}
+
 func TestModernStreamCloseCancelsRun(t *testing.T) {
 	ex := &fakeExec{started: make(chan string, 1)}
 	done := make(chan struct{})

@@ -231,6 +231,9 @@ func (m *Manager) restoreCheckpoint(w *ws, id, checkpoint string) error {
 	if err := swapDirs(w.dir, tmp); err != nil {
 		return stateError("could not restore the checkpoint's files", err)
 	}
+	if err := os.MkdirAll(w.state, 0o700); err != nil {
+		return stateError("could not restore the checkpoint's interpreters", err)
+	}
 	for _, lang := range m.langs.offered() {
 		if err := ignoreMissing(os.Remove(imagePath(w.state, lang))); err != nil {
 			return stateError("could not restore the checkpoint's interpreters", err)

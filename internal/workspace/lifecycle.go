@@ -66,6 +66,9 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 			if err := os.RemoveAll(w.dir); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
 			}
+			if err := m.journal.deleted(w.key); err != nil {
+				m.log.Error("live journal", zap.String("workspace", w.key.id), zap.Error(err))
+			}
 			return nil
 		})
 	})
@@ -126,5 +129,8 @@ func (m *Manager) Close(ctx context.Context) error {
 	if saved+lost > 0 {
 		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
 	}
+	// Every interpreter the journal marked now has a note, unless some
+	// were closed unsaved: then the next start compacts it.
+	m.journal.close(lost == 0 && ctx.Err() == nil)
 	return ctx.Err()
 }

@@ -198,6 +198,8 @@ type Manager struct {
 	idle      chan struct{} // closed once closed && active == 0
 
 	fds fdWatch
+	// journal marks the interpreters that start with no note (journal.go).
+	journal *journal
 
 	stop        chan struct{}
 	janitorDone chan struct{}
@@ -259,6 +261,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 		shedDone:    make(chan struct{}),
 	}
 	m.fds.log = log
+	m.journal = openJournal(cfg.DataDir, log)
 	if m.obs == nil {
 		m.obs = nopObserver{}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -213,43 +215,72 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	return disk, nil
 }
 
-// prepareDirs makes the files directory and the state directory (0700) of
-// a workspace if missing. A files directory without a state directory is a
-// workspace of an execd that kept no images: its interpreters' state was
-// lost with that process, and every language's note says so.
+// prepareDirs makes the files directory (0700) of a workspace if missing.
+// Its state directory is made when something is first written in it (a
+// note, an image, a checkpoint): a new workspace costs one mkdir, and its
+// interpreters are marked live in the journal (journal.go). The
+// principal's state root (<principal>/~state) is made with the principal's
+// first workspace; a principal directory without one is of an execd that
+// kept no images, and every workspace in it gets the note that its
+// interpreters' state was lost with that process (olderExecd).
 func prepareDirs(dir, state string, langs []string) error {
-	// A new workspace is the common case: its two mkdirs are all it costs.
 	err := os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrNotExist) { // the principal's first workspace
-		err = os.MkdirAll(dir, 0o700)
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			err = os.MkdirAll(filepath.Dir(state), 0o700)
+		}
 	}
 	if err == nil {
-		if os.Mkdir(state, 0o700) == nil {
-			return nil
+		// A state path that is not a directory is damage, not a workspace
+		// without state.
+		if st, err := os.Lstat(state); err == nil && !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", state)
 		}
-		return os.MkdirAll(state, 0o700) // the principal's first, or a state path that is not a directory
+		return nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	_, err = os.Stat(state)
-	stateExists := err == nil
-	st, err := os.Stat(dir)
-	switch {
-	case err != nil:
+	if st, err := os.Stat(dir); err != nil {
 		return err
-	case !st.IsDir():
+	} else if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
-	case !stateExists:
-		if err := os.MkdirAll(state, 0o700); err != nil {
-			return err
+	}
+	st, err := os.Stat(state)
+	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("%s is not a directory", state)
+	case err == nil || !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	root := filepath.Dir(state)
+	if _, err := os.Stat(root); err == nil {
+		return nil // a workspace of this layout with nothing saved yet
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return olderExecd(filepath.Dir(dir), root, langs)
+}
+
+// olderExecd marks every workspace of a principal directory of an execd
+// that kept no images (no state root): each language's state was lost
+// with that process (ReasonRestarted). The state root is made last, so
+// that an interrupted pass is done again.
+func olderExecd(pdir, root string, langs []string) error {
+	ents, err := os.ReadDir(pdir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.IsDir() || ValidateID(e.Name()) != nil || strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
 		}
+		state := filepath.Join(root, e.Name())
 		for _, l := range langs {
 			if err := writeNote(state, l, note(ReasonRestarted)); err != nil {
 				return err
 			}
 		}
-		return nil
 	}
-	return os.MkdirAll(state, 0o700)
+	return os.MkdirAll(root, 0o700)
 }

@@ -78,11 +78,17 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 	}
 	// The note says "live" before the image goes: a crash in between is
 	// then a reset (restarted), never an older state passed off as current.
-	if err := writeNote(w.state, lang, noteLive); err != nil {
+	// An interpreter with no note before is marked in the journal instead,
+	// one appended line rather than a file (journal.go).
+	if err := m.markLive(w, lang, n); err != nil {
 		m.log.Error("workspace state note", zap.String("workspace", w.key.id), zap.Error(err))
 	}
-	if err := m.removeImage(w, lang); err != nil {
-		m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
+	// Without a note there is no image to remove: an image is only ever
+	// read after a note that names it, and one is written before its note.
+	if n != noteNone {
+		if err := m.removeImage(w, lang); err != nil {
+			m.log.Error("remove image", zap.String("workspace", w.key.id), zap.Error(err))
+		}
 	}
 	m.mu.Lock()
 	w.runners[lang] = r
@@ -94,6 +100,15 @@ func (m *Manager) open(ctx context.Context, w *ws, lang string, sink ProgressSin
 		outcome = OutcomeRestored
 	}
 	return r, st, nil
+}
+
+// markLive marks lang's interpreter of w live before it runs: in the
+// journal when it had no note (n), else by its note.
+func (m *Manager) markLive(w *ws, lang string, n note) error {
+	if n == noteNone && m.journal.live(w.key, lang) == nil {
+		return nil
+	}
+	return writeNote(w.state, lang, noteLive)
 }
 
 // newRunner makes a fresh runner, making room in the memory budget if

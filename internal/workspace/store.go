@@ -18,7 +18,9 @@ import (
 //	<principal>/~state/<id>/<lang>.img         a saved interpreter (imagefile.go)
 //	<principal>/~state/<id>/<lang>.note        what became of that language's state
 //	<principal>/~state/<id>/checkpoints/<name>/{<lang>.img, <lang>.note, files/}
+//	~live.<pid>.<ns>                           the live journal of a running execd (journal.go)
 //
+// ~state/<id>/ is made when something is first written in it (prepareDirs).
 // The guest sees only <principal>/<id>/. Everything under ~state belongs to
 // the Manager and is written only by the holder of the workspace's turn.
 const (
@@ -88,6 +90,18 @@ func writeNote(stateDir, lang string, n note) error {
 		return ignoreMissing(os.Remove(p))
 	}
 	b := []byte(string(n) + "\n")
+	err := writeNoteFile(p, n, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The workspace's first note: its state directory is made now
+		// (prepareDirs).
+		if err = os.MkdirAll(stateDir, 0o700); err == nil {
+			err = writeNoteFile(p, n, b)
+		}
+	}
+	return err
+}
+
+func writeNoteFile(p string, n note, b []byte) error {
 	if n == noteLive {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {

@@ -183,26 +183,42 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-// A workspace's directories are made when missing; a path in their place
-// that is not a directory is an error, not a workspace without state.
+// A workspace's files directory is made when missing, its state directory
+// only when something is saved in it; a path in their place that is not a
+// directory is an error, not a workspace without state.
 func TestPrepareDirs(t *testing.T) {
 	root := t.TempDir()
 	dir, state := filepath.Join(root, "p", "w"), filepath.Join(root, "p", stateDirName, "w")
 	if err := prepareDirs(dir, state, []string{"js"}); err != nil {
 		t.Fatalf("a principal's first workspace: %v", err)
 	}
-	for _, d := range []string{dir, state} {
+	for _, d := range []string{dir, filepath.Dir(state)} {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			t.Fatalf("%s: %v; want a directory", d, err)
 		}
 	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("a new workspace's state directory: %v; want none yet", err)
+	}
 	if n := readNote(state, "js"); n != noteNone {
 		t.Errorf("a new workspace's note: %q; want none", n)
 	}
-	// A files directory without a state directory: the state was lost.
-	os.RemoveAll(state)
+	if err := prepareDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != noteNone {
+		t.Errorf("files without state, beside the state root: %v, note %q; want none", err, readNote(state, "js"))
+	}
+	if err := writeNote(state, "js", noteSaved); err != nil || readNote(state, "js") != noteSaved {
+		t.Errorf("the first note: %v, %q; want it written, its directory made", err, readNote(state, "js"))
+	}
+	// A principal directory without a state root is of an execd that kept
+	// no images: every workspace in it lost its state.
+	os.RemoveAll(filepath.Dir(state))
+	other := filepath.Join(root, "p", "other")
+	os.Mkdir(other, 0o700)
 	if err := prepareDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != note(ReasonRestarted) {
-		t.Errorf("files without state: %v, note %q; want restarted", err, readNote(state, "js"))
+		t.Errorf("files of an older execd: %v, note %q; want restarted", err, readNote(state, "js"))
+	}
+	if n := readNote(filepath.Join(root, "p", stateDirName, "other"), "js"); n != note(ReasonRestarted) {
+		t.Errorf("another workspace of the older execd: note %q; want restarted", n)
 	}
 	dir2, state2 := filepath.Join(root, "p", "w2"), filepath.Join(root, "p", stateDirName, "w2")
 	if err := os.WriteFile(state2, []byte("x"), 0o600); err != nil {
