@@ -85,14 +85,14 @@ func (m *Manager) InstallPackages(ctx context.Context, principal, id, language s
 		if err != nil {
 			return err
 		}
-		out, err = m.install(ctx, disk, lang, specs)
+		out, err = m.install(ctx, w, disk, lang, specs)
 		return err
 	})
 	return out, err
 }
 
-// install is InstallPackages holding the turn, with the workspace's Disk.
-func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []string) (Installed, error) {
+// install is InstallPackages holding w's turn, with w's Disk.
+func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, specs []string) (Installed, error) {
 	svc := m.cfg.Packages
 	old, _, err := readLock(disk)
 	if err != nil {
@@ -130,8 +130,8 @@ func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []s
 	if err != nil {
 		return Installed{}, &Error{Code: PackagesFailed, Msg: "could not write the packages lock", Err: err}
 	}
-	if need, ok := disk.Fits(LockPath, int64(len(b))); !ok {
-		return Installed{}, &Error{Code: LimitReached, Msg: fmt.Sprintf("the packages lock (%d bytes) would pass the workspace's disk quota of %d MiB (%d more bytes are needed); nothing was installed", len(b), m.cfg.MaxDiskMiB, need)}
+	if err := m.packagesFit(w, disk, lock, len(b)); err != nil {
+		return Installed{}, err
 	}
 	if _, err := disk.WriteFile(LockPath, b); err != nil {
 		return Installed{}, fileError(LockPath, err, "write")
@@ -272,6 +272,16 @@ func lockedPackages(l *packages.Lock, lang string) []Package {
 // language's packages, or nil. A symlink in the workspace can only point
 // within it (guestfs), so reading p stays inside the workspace.
 func lockFilePackages(p string) []Package {
+	l := readLockFile(p)
+	if l == nil {
+		return nil
+	}
+	return append(lockedPackages(l, "javascript"), lockedPackages(l, "python")...)
+}
+
+// readLockFile reads the lock at p, a host path, or nil when there is
+// none or it does not parse.
+func readLockFile(p string) *packages.Lock {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil
@@ -285,7 +295,7 @@ func lockFilePackages(p string) []Package {
 	if err != nil {
 		return nil
 	}
-	return append(lockedPackages(l, "javascript"), lockedPackages(l, "python")...)
+	return l
 }
 
 // pkgRun answers one run's package requests (worker.PackageSource): the
@@ -294,6 +304,7 @@ func lockFilePackages(p string) []Package {
 // run's to read and write.
 type pkgRun struct {
 	m    *Manager
+	w    *ws
 	disk Disk
 	lang string
 }
@@ -327,7 +338,7 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if req.Language != "" {
 			lang = req.Language
 		}
-		inst, err := p.m.install(ctx, p.disk, lang, req.Packages)
+		inst, err := p.m.install(ctx, p.w, p.disk, lang, req.Packages)
 		if err != nil {
 			return pkgFailure(err)
 		}

@@ -141,3 +141,65 @@ func TestInstallPackagesErrors(t *testing.T) {
 		t.Errorf("a run without a Service has a PackageSource: %s", v)
 	}
 }
+
+// TestPackagesCountByWhatIsUnique: a workspace's packages count against
+// its disk quota (and its principal's disk budget) by the bytes no other
+// workspace's lock uses; shared ones cost nothing.
+func TestPackagesCountByWhatIsUnique(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	const size = 600_000 // two of them pass a quota of 1 MiB, one does not
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", size)})
+	reg.Add(t, "big2", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("b", size)})
+	svc := newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	ctx := context.Background()
+	install := func(id, name string) error {
+		_, err := m.InstallPackages(ctx, "p", id, "javascript", []string{name})
+		return err
+	}
+	packagesOf := func(id string) string {
+		for _, in := range m.List("p") {
+			if in.ID == id {
+				return names(in.Packages)
+			}
+		}
+		return ""
+	}
+	refused := func(err error, key string) bool {
+		var we *Error
+		return errors.As(err, &we) && we.Code == LimitReached && strings.Contains(we.Msg, key) && strings.Contains(we.Msg, "nothing was")
+	}
+
+	if err := install("a", "big1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big2"); !refused(err, "workspace.max_disk_mib = 1") || !strings.Contains(err.Error(), "only this workspace uses") {
+		t.Fatalf("a second package unique to the workspace, past its quota: %v", err)
+	}
+	if got := packagesOf("a"); got != "big1@1.0.0" {
+		t.Errorf("after the refusal the workspace has %q", got)
+	}
+	// b's files and a package a uses too fit: the shared one costs nothing.
+	if _, err := m.WriteFile(ctx, "p", "b", "data.bin", make([]byte, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("b", "big1"); err != nil {
+		t.Fatalf("a package another workspace uses too: %v", err)
+	}
+	if err := install("b", "big2"); !refused(err, "workspace.max_disk_mib") {
+		t.Errorf("a package only b would use, past its quota: %v", err)
+	}
+	// Now that b uses big1 too, only big2 would be a's own.
+	if err := install("a", "big2"); err != nil {
+		t.Errorf("a's big1 is shared with b now: %v", err)
+	}
+
+	// The principal's budget counts them the same way.
+	m2 := newTestManager(t, Config{MaxPrincipalDiskMiB: 1, Packages: svc}, newFakeFactory())
+	if _, err := m2.WriteFile(ctx, "p", "c", "data.bin", make([]byte, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.InstallPackages(ctx, "p", "c", "javascript", []string{"big1"}); !refused(err, "workspace.max_principal_disk_mib = 1") {
+		t.Errorf("past the principal's disk budget: %v", err)
+	}
+}
