@@ -273,3 +273,56 @@ func TestPackagesFromNPM(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestPackagesSurviveHibernation: packages a workspace imported, and
+// those it installed without importing yet, import after the workspace
+// hibernates (hibernate_after) and is restored, in both guests, without a
+// request to the registry or the index.
+func TestPackagesSurviveHibernation(t *testing.T) {
+	reg := fakePackages(t)
+	idx := packagestest.NewIndex(t)
+	idx.Add(t, packagestest.Wheel{Project: "demo-pkg", Version: "1.0", Requires: []string{"dep-pkg>=1"},
+		Files: map[string]string{"demo_pkg/__init__.py": "from dep_pkg import twice\ndef hello(x):\n    return 'hello ' + twice(x)\n"}})
+	idx.Add(t, packagestest.Wheel{Project: "dep-pkg", Version: "1.2", Files: map[string]string{"dep_pkg/__init__.py": "def twice(x):\n    return x * 2\n"}})
+	idx.Add(t, packagestest.Wheel{Project: "later-pkg", Version: "2.0", Files: map[string]string{"later_pkg/__init__.py": "V = 'later'\n"}})
+	data, cache := t.TempDir(), t.TempDir()
+	d := startDaemon(t, data, "", fmt.Sprintf("[sandbox]\ncache_dir = %q\n[packages]\nnpm_registry = %q\npython_index = %q\n", cache, reg.URL(), idx.URL()),
+		`hibernate_after = "1s"`)
+	c := newMCP(t, d.url, true)
+
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hib", "language": "javascript", "packages": []any{"esm-pkg", "cjs-pkg"}}); isErr {
+		t.Fatalf("install_packages: %v", sc)
+	}
+	if sc, isErr := c.run("hib", `import d from "esm-pkg"; var kept = d + require("cjs-pkg").value; kept`); isErr || sc["result"] != "84" {
+		t.Fatalf("before hibernation: %v", sc)
+	}
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hib", "language": "python", "packages": []any{"demo-pkg", "later-pkg"}}); isErr {
+		t.Fatalf("install_packages: %v", sc)
+	}
+	if sc, isErr := c.runLang("hib", "python", "import demo_pkg\nkept = demo_pkg.hello('ab')\nkept"); isErr || sc["result"] != `'hello abab'` {
+		t.Fatalf("python before hibernation: %v", sc)
+	}
+	npmBefore, indexBefore := len(reg.Requests()), len(idx.Requests())
+
+	waitFor(t, "both interpreters of hib hibernated", d.logs, func() bool { return len(workspaceImages(data, "hib")) >= 2 })
+	for _, tc := range []struct{ lang, code, want string }{
+		// kept is the interpreter's state (restored, not started again);
+		// the subpath and the dependency are imported for the first time.
+		{"javascript", `import a from "esm-pkg/feature/a"; import {sub} from "esm-pkg/sub"; [kept, a, sub, require("dep").n]`, `[84, "feature a", 43, 41]`},
+		{"python", "import later_pkg, dep_pkg, importlib.metadata\n(kept, later_pkg.V, dep_pkg.twice(2), importlib.metadata.version('later-pkg'))", `('hello abab', 'later', 4, '2.0')`},
+	} {
+		if sc, isErr := c.runLang("hib", tc.lang, tc.code); isErr || sc["result"] != tc.want || sc["reset"] == true {
+			t.Errorf("%s after hibernation: %v, want %s", tc.lang, sc, tc.want)
+		}
+	}
+	if got := workspaceImages(data, "hib"); len(got) != 0 {
+		t.Errorf("not restored from its images: %v", got)
+	}
+	if got := reg.Requests()[npmBefore:]; len(got) != 0 {
+		t.Errorf("after hibernation the registry was asked for %v", got)
+	}
+	if got := idx.Requests()[indexBefore:]; len(got) != 0 {
+		t.Errorf("after hibernation the index was asked for %v", got)
+	}
+	d.stop()
+}

@@ -152,10 +152,11 @@ func tarball(t testing.TB, files map[string]string) []byte {
 // Index is a PEP 503 simple index of wheels: /<project>/ lists each
 // project's files with their sha256.
 type Index struct {
-	Srv   *httptest.Server
-	mu    sync.Mutex
-	files map[string]map[string][]byte // project → file name → bytes
-	bad   map[string]bool              // file names listed with a wrong hash
+	Srv      *httptest.Server
+	mu       sync.Mutex
+	files    map[string]map[string][]byte // project → file name → bytes
+	bad      map[string]bool              // file names listed with a wrong hash
+	requests []string
 }
 
 // NewIndex starts an empty index, closed at the end of the test.
@@ -229,9 +230,17 @@ func (x *Index) Add(t testing.TB, w Wheel) {
 	x.bad[name] = w.BadHash
 }
 
+// Requests are the paths asked for so far, in order.
+func (x *Index) Requests() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]string(nil), x.requests...)
+}
+
 func (x *Index) serve(w http.ResponseWriter, req *http.Request) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.requests = append(x.requests, req.URL.Path)
 	p := strings.Trim(strings.TrimPrefix(req.URL.Path, "/simple"), "/")
 	project, file, _ := strings.Cut(p, "/")
 	files, ok := x.files[project]
