@@ -6,8 +6,11 @@ package main
 // packages from the public npm registry pinned by version and integrity.
 
 import (
+	"archive/tar"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -323,6 +326,73 @@ func TestPackagesSurviveHibernation(t *testing.T) {
 	}
 	if got := idx.Requests()[indexBefore:]; len(got) != 0 {
 		t.Errorf("after hibernation the index was asked for %v", got)
+	}
+	d.stop()
+}
+
+// TestInstallPackagesHostileRegistry: through the install_packages tool,
+// a tarball that climbs out of its directory, one with a link out, a
+// registry that answers garbage and one that hangs are each refused with
+// an error that names the package and says why; nothing of them is left
+// in the cache or the workspace, and a good package installs and imports
+// afterwards.
+func TestInstallPackagesHostileRegistry(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	pj := func(name string) packagestest.Entry {
+		return packagestest.Entry{Name: "package/package.json", Body: `{"name":"` + name + `","version":"1.0.0"}`}
+	}
+	reg.AddTarball(t, "climbs", "1.0.0", packagestest.Tarball(t, pj("climbs"), packagestest.Entry{Name: "package/../../../escaped.js", Body: "pwned"}))
+	reg.AddTarball(t, "links-out", "1.0.0", packagestest.Tarball(t, pj("links-out"),
+		packagestest.Entry{Name: "package/passwd", Type: tar.TypeSymlink, Link: "/etc/passwd"}))
+	reg.Add(t, "good", "1.0.0", nil, map[string]string{"index.js": "module.exports = 'good';"})
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.URL.Path {
+		case "/garbage":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"name": "garbage", "versions": {"1.0.0": [`))
+			return true
+		case "/hangs":
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	})
+	data, cache := t.TempDir(), t.TempDir()
+	d := startDaemon(t, data, "", fmt.Sprintf("[sandbox]\ncache_dir = %q\n[packages]\nnpm_registry = %q\nfetch_timeout = \"1s\"\n", cache, reg.URL()))
+	c := newMCP(t, d.url, true)
+
+	for _, tc := range []struct{ name, code, want string }{
+		{"climbs", "unsafe", "goes up a directory"},
+		{"links-out", "unsafe", "outside the package"},
+		{"garbage", "registry", "not a packument"},
+		{"hangs", "timeout", "packages.fetch_timeout"},
+	} {
+		sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hostile", "language": "javascript", "packages": []any{tc.name}})
+		msg := fmt.Sprint(sc["error"])
+		t.Logf("%s: %s: %s", tc.name, sc["code"], msg)
+		if !isErr || sc["code"] != tc.code || !strings.Contains(msg, tc.name) || !strings.Contains(msg, tc.want) {
+			t.Errorf("install_packages %s: %v, want code %s and an error naming it that says %q", tc.name, sc, tc.code, tc.want)
+		}
+	}
+	if got := cacheEntries(t, cache); len(got) != 0 {
+		t.Errorf("the refusals left %v in the cache", got)
+	}
+	for _, dir := range []string{cache, data} {
+		filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && (e.Name() == "escaped.js" || e.Name() == "passwd") {
+				t.Errorf("written: %s", p)
+			}
+			return nil
+		})
+	}
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hostile", "language": "javascript", "packages": []any{"good"}}); isErr {
+		t.Fatalf("a good package after the refusals: %v", sc)
+	}
+	if sc, isErr := c.run("hostile", `require("good")`); isErr || sc["result"] != `"good"` {
+		t.Errorf("importing it: %v", sc)
+	}
+	if got := cacheEntries(t, cache); len(got) != 1 {
+		t.Errorf("the cache after the good package: %v", got)
 	}
 	d.stop()
 }
