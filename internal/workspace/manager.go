@@ -208,6 +208,10 @@ type Manager struct {
 	createMu    sync.Mutex // held to count a principal's workspaces and make one (admitWorkspace)
 	closeOnce   sync.Once
 	drainOnce   sync.Once
+
+	// lockAddrs are the cache addresses of every workspace's packages
+	// lock (packagesdisk.go).
+	lockAddrs lockAddrCache
 }
 
 // NewManager creates the data directory and starts the janitor (which

@@ -193,6 +193,25 @@ func TestPackagesCountByWhatIsUnique(t *testing.T) {
 	if err := install("a", "big2"); err != nil {
 		t.Errorf("a's big1 is shared with b now: %v", err)
 	}
+	// b takes big2 too, which costs it nothing; then nothing is a's own,
+	// and a's files may take what its packages took.
+	if err := install("b", "big2"); err != nil {
+		t.Errorf("b installing a package a uses: %v", err)
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", "data.bin", make([]byte, 600_000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big1"); err != nil {
+		t.Errorf("a's packages, all shared with b, with 600 kB of files: %v", err)
+	}
+	// Once b drops them, they are a's alone again: charged at a's next
+	// install.
+	if err := m.Reset(ctx, "p", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big1"); !refused(err, "workspace.max_disk_mib") {
+		t.Errorf("a's packages, b's lock gone: %v", err)
+	}
 
 	// The principal's budget counts them the same way.
 	m2 := newTestManager(t, Config{MaxPrincipalDiskMiB: 1, Packages: svc}, newFakeFactory())

@@ -2,7 +2,10 @@ package workspace
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"execd/internal/packages"
 )
@@ -30,25 +33,61 @@ func (m *Manager) uniquePackageBytes(w *ws, lock *packages.Lock) int64 {
 		return 0
 	}
 	self := filepath.Clean(filepath.Join(w.dir, LockPath))
-	others, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "*", "*", LockPath))
-	for _, p := range others {
-		if len(own) == 0 {
-			break
-		}
-		if filepath.Clean(p) == self {
-			continue
-		}
-		// A lock being written or not parsing uses nothing: the error is
-		// on the side of charging.
-		for _, a := range readLockFile(p).Addresses() {
+	m.lockAddrs.others(filepath.Join(m.cfg.DataDir, "*", "*", LockPath), self, func(addrs []string) bool {
+		for _, a := range addrs {
 			delete(own, a)
 		}
-	}
+		return len(own) > 0
+	})
 	var n int64
 	for _, b := range own {
 		n += b
 	}
 	return n
+}
+
+// lockAddrCache keeps the cache addresses of each workspace's lock by
+// path, with the size and time of the file they were read from, so that
+// an install reads again only the locks that changed since the last one
+// (a lock may be 16 MiB, and there is one per workspace). The zero value
+// is empty and ready.
+type lockAddrCache struct {
+	mu    sync.Mutex
+	locks map[string]lockAddrs
+}
+
+type lockAddrs struct {
+	size  int64
+	mod   time.Time
+	addrs []string
+}
+
+// others calls f with the addresses of every lock matching pattern but
+// self, until f returns false. A lock being written, or one that does not
+// parse, uses nothing: the error is on the side of charging. Locks that
+// are gone are forgotten.
+func (c *lockAddrCache) others(pattern, self string, f func(addrs []string) bool) {
+	paths, _ := filepath.Glob(pattern)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := make(map[string]lockAddrs, len(paths))
+	more := true
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		info, err := os.Stat(p)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		e, ok := c.locks[p]
+		if !ok || e.size != info.Size() || !e.mod.Equal(info.ModTime()) {
+			e = lockAddrs{size: info.Size(), mod: info.ModTime(), addrs: readLockFile(p).Addresses()}
+		}
+		seen[p] = e
+		if more && p != self {
+			more = f(e.addrs)
+		}
+	}
+	c.locks = seen
 }
 
 // packagesFit refuses an install whose lock (lockBytes long) and whose
