@@ -333,7 +333,21 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if gen == req.Have && req.Have != "" {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
-		return p.view(ctx, req.Op, lock, gen, nil)
+		// A lock the code wrote may name packages the cache lacks: the
+		// view fetches them, which is an install as far as the disk is
+		// concerned.
+		fetches := len(p.m.cfg.Packages.EntryBytes(lock)) < len(lock.Addresses())
+		ans := p.view(ctx, req.Op, lock, gen, nil)
+		if fetches {
+			size := int64(0)
+			if info, err := p.disk.Info(LockPath); err == nil {
+				size = info.Size()
+			}
+			if err := p.m.packagesFit(p.w, p.disk, lock, int(size)); err != nil {
+				return pkgFailure(err)
+			}
+		}
+		return ans
 	case "install":
 		if req.Language != "" {
 			lang = req.Language

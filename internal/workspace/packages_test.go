@@ -222,3 +222,28 @@ func TestPackagesCountByWhatIsUnique(t *testing.T) {
 		t.Errorf("past the principal's disk budget: %v", err)
 	}
 }
+
+// TestPackagesOfAWrittenLockCount: a lock the code writes, naming
+// packages the cache lacks, is fetched when the guest asks for its tree,
+// and counts as an install would.
+func TestPackagesOfAWrittenLockCount(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000)})
+	reg.Add(t, "big2", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("b", 600_000)})
+	ctx := context.Background()
+	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "javascript", []string{"big1", "big2"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+		t.Fatal(err)
+	}
+	if v := *run(t, m, "p", "a", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, "workspace.max_disk_mib = 1") || strings.Contains(v, `"tree"`) {
+		t.Errorf("the tree of a written lock past the quota: %s", v)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // any principal) uses. A package that another workspace uses too costs
 // nothing. The charge is taken when an install writes the lock: an install
 // whose lock, with the workspace's files and its unique packages, would
-// pass the quota or the budget is refused, and nothing is installed.
+// pass the quota or the budget is refused, and nothing is installed. A
+// lock the code wrote that names packages the cache lacks is checked the
+// same way when the guest's request for its tree fetches them.
 // Between installs the Disk counts the workspace's files only: a package
 // that becomes unique because another workspace dropped it is charged at
 // this workspace's next install. RATIONALE.md, "Why are packages charged
