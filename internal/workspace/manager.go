@@ -210,8 +210,10 @@ type Manager struct {
 	drainOnce   sync.Once
 
 	// lockAddrs are the cache addresses of every workspace's packages
-	// lock (packagesdisk.go).
+	// lock, accepted the generation of each workspace's lock last held
+	// to its disk quota (packagesdisk.go).
 	lockAddrs lockAddrCache
+	accepted  acceptedLocks
 }
 
 // NewManager creates the data directory and starts the janitor (which

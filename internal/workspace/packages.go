@@ -136,6 +136,7 @@ func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, sp
 	if _, err := disk.WriteFile(LockPath, b); err != nil {
 		return Installed{}, fileError(LockPath, err, "write")
 	}
+	m.accepted.set(w.dir, lockGen(b))
 	had := map[string]string{}
 	for _, p := range lockedPackages(old, lang) {
 		had[p.Name] = p.Version
@@ -177,8 +178,13 @@ func readLock(disk Disk) (*packages.Lock, string, error) {
 	if err != nil {
 		return nil, "", &Error{Code: PackagesFailed, Msg: err.Error() + " (/workspace/" + LockPath + "; delete it to start the workspace's packages again)", Err: err}
 	}
+	return l, lockGen(b), nil
+}
+
+// lockGen is the generation of a lock of these bytes.
+func lockGen(b []byte) string {
 	sum := sha256.Sum256(b)
-	return l, hex.EncodeToString(sum[:8]), nil
+	return hex.EncodeToString(sum[:8])
 }
 
 // npmPackages lists a tree's packages by name (a name placed twice, in two
@@ -333,12 +339,11 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if gen == req.Have && req.Have != "" {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
-		// A lock the code wrote may name packages the cache lacks: the
-		// view fetches them, which is an install as far as the disk is
-		// concerned.
-		fetches := len(p.m.cfg.Packages.EntryBytes(lock)) < len(lock.Addresses())
 		ans := p.view(ctx, req.Op, lock, gen, nil)
-		if fetches {
+		// A lock no install of this process wrote (the code wrote it, or
+		// execd restarted) is held to the disk as an install is, once:
+		// its view may have fetched what the cache lacked.
+		if gen != "" && !p.m.accepted.is(p.w.dir, gen) {
 			size := int64(0)
 			if info, err := p.disk.Info(LockPath); err == nil {
 				size = info.Size()
@@ -346,6 +351,7 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 			if err := p.m.packagesFit(p.w, p.disk, lock, int(size)); err != nil {
 				return pkgFailure(err)
 			}
+			p.m.accepted.set(p.w.dir, gen)
 		}
 		return ans
 	case "install":

@@ -19,8 +19,10 @@ import (
 // nothing. The charge is taken when an install writes the lock: an install
 // whose lock, with the workspace's files and its unique packages, would
 // pass the quota or the budget is refused, and nothing is installed. A
-// lock the code wrote that names packages the cache lacks is checked the
-// same way when the guest's request for its tree fetches them.
+// lock no install of this process wrote (the code wrote it, or execd
+// restarted) is checked the same way, once, when the guest first asks for
+// its tree (which fetches what the cache lacks): refused, its packages do
+// not load.
 // Between installs the Disk counts the workspace's files only: a package
 // that becomes unique because another workspace dropped it is charged at
 // this workspace's next install. RATIONALE.md, "Why are packages charged
@@ -113,4 +115,27 @@ func (m *Manager) packagesFit(w *ws, disk Disk, lock *packages.Lock, lockBytes i
 		return m.principalDiskFull(budget, fmt.Sprintf("installing these packages (%d bytes only this workspace uses)", unique), need)
 	}
 	return nil
+}
+
+// acceptedLocks are, by workspace directory, the generation of the lock
+// last held to the workspace's disk quota: the one an install wrote, or
+// one the guest's view checked. The zero value is empty and ready.
+type acceptedLocks struct {
+	mu   sync.Mutex
+	gens map[string]string
+}
+
+func (a *acceptedLocks) is(dir, gen string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gens[dir] == gen
+}
+
+func (a *acceptedLocks) set(dir, gen string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gens == nil {
+		a.gens = map[string]string{}
+	}
+	a.gens[dir] = gen
 }
