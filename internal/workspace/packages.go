@@ -136,7 +136,7 @@ func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, sp
 	if _, err := disk.WriteFile(LockPath, b); err != nil {
 		return Installed{}, fileError(LockPath, err, "write")
 	}
-	m.accepted.set(w.dir, lockGen(b))
+	m.accepted.set(w.dir, viewOp(lang), lockGen(b))
 	had := map[string]string{}
 	for _, p := range lockedPackages(old, lang) {
 		had[p.Name] = p.Version
@@ -179,6 +179,14 @@ func readLock(disk Disk) (*packages.Lock, string, error) {
 		return nil, "", &Error{Code: PackagesFailed, Msg: err.Error() + " (/workspace/" + LockPath + "; delete it to start the workspace's packages again)", Err: err}
 	}
 	return l, lockGen(b), nil
+}
+
+// viewOp is the guest's request ("npm" or "python") for lang's packages.
+func viewOp(lang string) string {
+	if lang == "python" {
+		return "python"
+	}
+	return "npm"
 }
 
 // lockGen is the generation of a lock of these bytes.
@@ -339,11 +347,11 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if gen == req.Have && req.Have != "" {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
-		ans := p.view(ctx, req.Op, lock, gen, nil)
+		ans, ok := p.view(ctx, req.Op, lock, gen, nil)
 		// A lock no install of this process wrote (the code wrote it, or
 		// execd restarted) is held to the disk as an install is, once:
 		// its view may have fetched what the cache lacked.
-		if gen != "" && !p.m.accepted.is(p.w.dir, gen) {
+		if ok && gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
 			size := int64(0)
 			if info, err := p.disk.Info(LockPath); err == nil {
 				size = info.Size()
@@ -351,7 +359,7 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 			if err := p.m.packagesFit(p.w, p.disk, lock, int(size)); err != nil {
 				return pkgFailure(err)
 			}
-			p.m.accepted.set(p.w.dir, gen)
+			p.m.accepted.set(p.w.dir, req.Op, gen)
 		}
 		return ans
 	case "install":
@@ -366,18 +374,15 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if err != nil {
 			return pkgFailure(err)
 		}
-		op := "npm"
-		if lang == "python" {
-			op = "python"
-		}
-		return p.view(ctx, op, lock, gen, &inst)
+		ans, _ := p.view(ctx, viewOp(lang), lock, gen, &inst)
+		return ans
 	}
 	return pkgAnswer(map[string]any{"error": "execd.packages: unknown op " + strconvQuote(req.Op), "code": "invalid"})
 }
 
 // view is the answer with the tree (npm) or the sys.path entries
 // (python) of lock, paths under worker.PackagesMount.
-func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen string, inst *Installed) []byte {
+func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen string, inst *Installed) (answer []byte, ok bool) {
 	svc := p.m.cfg.Packages
 	ans := map[string]any{"gen": gen}
 	if inst != nil {
@@ -391,13 +396,13 @@ func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen s
 	case "npm":
 		t, err := svc.NPM(ctx, lock)
 		if err != nil {
-			return pkgFailure(packagesError(err))
+			return pkgFailure(packagesError(err)), false
 		}
 		ans["tree"] = t
 	default:
 		env, err := svc.Python(ctx, lock)
 		if err != nil {
-			return pkgFailure(packagesError(err))
+			return pkgFailure(packagesError(err)), false
 		}
 		paths := make([]string, len(env.Paths))
 		for i, d := range env.Paths {
@@ -405,7 +410,7 @@ func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen s
 		}
 		ans["paths"] = paths
 	}
-	return pkgAnswer(ans)
+	return pkgAnswer(ans), true
 }
 
 func pkgFailure(err error) []byte {

@@ -260,3 +260,32 @@ func TestPackagesOfAWrittenLockCount(t *testing.T) {
 		t.Errorf("the tree of an installed lock: %s", v)
 	}
 }
+
+// TestPackagesOfAWrittenLockCountPerLanguage: an npm install into a lock
+// the code wrote holds its npm packages to the quota; its Python ones,
+// not fetched yet, are held to it when the Python guest loads them.
+func TestPackagesOfAWrittenLockCountPerLanguage(t *testing.T) {
+	idx := packagestest.NewIndex(t)
+	idx.Add(t, packagestest.Wheel{Project: "bigpy", Version: "1.0", Files: map[string]string{"bigpy/__init__.py": "#" + strings.Repeat("a", 1_200_000)}})
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "small", "1.0.0", nil, map[string]string{"index.js": ""})
+	ctx := context.Background()
+	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
+	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "python", []string{"bigpy"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"small"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := *runLang(t, m, "p", "a", "python", `packages {"op":"python"}`).Result.Value; !strings.Contains(v, "workspace.max_disk_mib = 1") || strings.Contains(v, `"paths"`) {
+		t.Errorf("the Python packages of a written lock past the quota: %s", v)
+	}
+}

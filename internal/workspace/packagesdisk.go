@@ -117,25 +117,28 @@ func (m *Manager) packagesFit(w *ws, disk Disk, lock *packages.Lock, lockBytes i
 	return nil
 }
 
-// acceptedLocks are, by workspace directory, the generation of the lock
-// last held to the workspace's disk quota: the one an install wrote, or
-// one the guest's view checked. The zero value is empty and ready.
+// acceptedLocks are, by workspace directory and ecosystem ("npm" or
+// "python", as the guest asks for a view), the generation of the lock
+// whose packages of that ecosystem were last held to the workspace's
+// disk quota: by the install that wrote it, or by the guest's first view
+// of it (each view fetches only its ecosystem's packages). The zero value
+// is empty and ready.
 type acceptedLocks struct {
 	mu   sync.Mutex
-	gens map[string]string
+	gens map[[2]string]string
 }
 
-func (a *acceptedLocks) is(dir, gen string) bool {
+func (a *acceptedLocks) is(dir, eco, gen string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.gens[dir] == gen
+	return a.gens[[2]string{dir, eco}] == gen
 }
 
-func (a *acceptedLocks) set(dir, gen string) {
+func (a *acceptedLocks) set(dir, eco, gen string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.gens == nil {
-		a.gens = map[string]string{}
+		a.gens = map[[2]string]string{}
 	}
-	a.gens[dir] = gen
+	a.gens[[2]string{dir, eco}] = gen
 }
