@@ -6,8 +6,11 @@ package main
 // packages from the public npm registry pinned by version and integrity.
 
 import (
+	"archive/tar"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +273,126 @@ func TestPackagesFromNPM(t *testing.T) {
 	}
 	if n := len(cacheEntries(t, cache)); n != entries {
 		t.Errorf("a second workspace made the cache %d entries, was %d", n, entries)
+	}
+	d.stop()
+}
+
+// TestPackagesSurviveHibernation: packages a workspace imported, and
+// those it installed without importing yet, import after the workspace
+// hibernates (hibernate_after) and is restored, in both guests, without a
+// request to the registry or the index.
+func TestPackagesSurviveHibernation(t *testing.T) {
+	reg := fakePackages(t)
+	idx := packagestest.NewIndex(t)
+	idx.Add(t, packagestest.Wheel{Project: "demo-pkg", Version: "1.0", Requires: []string{"dep-pkg>=1"},
+		Files: map[string]string{"demo_pkg/__init__.py": "from dep_pkg import twice\ndef hello(x):\n    return 'hello ' + twice(x)\n"}})
+	idx.Add(t, packagestest.Wheel{Project: "dep-pkg", Version: "1.2", Files: map[string]string{"dep_pkg/__init__.py": "def twice(x):\n    return x * 2\n"}})
+	idx.Add(t, packagestest.Wheel{Project: "later-pkg", Version: "2.0", Files: map[string]string{"later_pkg/__init__.py": "V = 'later'\n"}})
+	data, cache := t.TempDir(), t.TempDir()
+	d := startDaemon(t, data, "", fmt.Sprintf("[sandbox]\ncache_dir = %q\n[packages]\nnpm_registry = %q\npython_index = %q\n", cache, reg.URL(), idx.URL()),
+		`hibernate_after = "1s"`)
+	c := newMCP(t, d.url, true)
+
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hib", "language": "javascript", "packages": []any{"esm-pkg", "cjs-pkg"}}); isErr {
+		t.Fatalf("install_packages: %v", sc)
+	}
+	if sc, isErr := c.run("hib", `import d from "esm-pkg"; var kept = d + require("cjs-pkg").value; kept`); isErr || sc["result"] != "84" {
+		t.Fatalf("before hibernation: %v", sc)
+	}
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hib", "language": "python", "packages": []any{"demo-pkg", "later-pkg"}}); isErr {
+		t.Fatalf("install_packages: %v", sc)
+	}
+	if sc, isErr := c.runLang("hib", "python", "import demo_pkg\nkept = demo_pkg.hello('ab')\nkept"); isErr || sc["result"] != `'hello abab'` {
+		t.Fatalf("python before hibernation: %v", sc)
+	}
+	npmBefore, indexBefore := len(reg.Requests()), len(idx.Requests())
+
+	waitFor(t, "both interpreters of hib hibernated", d.logs, func() bool { return len(workspaceImages(data, "hib")) >= 2 })
+	for _, tc := range []struct{ lang, code, want string }{
+		// kept is the interpreter's state (restored, not started again);
+		// the subpath and the dependency are imported for the first time.
+		{"javascript", `import a from "esm-pkg/feature/a"; import {sub} from "esm-pkg/sub"; [kept, a, sub, require("dep").n]`, `[84, "feature a", 43, 41]`},
+		{"python", "import later_pkg, dep_pkg, importlib.metadata\n(kept, later_pkg.V, dep_pkg.twice(2), importlib.metadata.version('later-pkg'))", `('hello abab', 'later', 4, '2.0')`},
+	} {
+		if sc, isErr := c.runLang("hib", tc.lang, tc.code); isErr || sc["result"] != tc.want || sc["reset"] == true {
+			t.Errorf("%s after hibernation: %v, want %s", tc.lang, sc, tc.want)
+		}
+	}
+	if got := workspaceImages(data, "hib"); len(got) != 0 {
+		t.Errorf("not restored from its images: %v", got)
+	}
+	if got := reg.Requests()[npmBefore:]; len(got) != 0 {
+		t.Errorf("after hibernation the registry was asked for %v", got)
+	}
+	if got := idx.Requests()[indexBefore:]; len(got) != 0 {
+		t.Errorf("after hibernation the index was asked for %v", got)
+	}
+	d.stop()
+}
+
+// TestInstallPackagesHostileRegistry: through the install_packages tool,
+// a tarball that climbs out of its directory, one with a link out, a
+// registry that answers garbage and one that hangs are each refused with
+// an error that names the package and says why; nothing of them is left
+// in the cache or the workspace, and a good package installs and imports
+// afterwards.
+func TestInstallPackagesHostileRegistry(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	pj := func(name string) packagestest.Entry {
+		return packagestest.Entry{Name: "package/package.json", Body: `{"name":"` + name + `","version":"1.0.0"}`}
+	}
+	reg.AddTarball(t, "climbs", "1.0.0", packagestest.Tarball(t, pj("climbs"), packagestest.Entry{Name: "package/../../../escaped.js", Body: "pwned"}))
+	reg.AddTarball(t, "links-out", "1.0.0", packagestest.Tarball(t, pj("links-out"),
+		packagestest.Entry{Name: "package/passwd", Type: tar.TypeSymlink, Link: "/etc/passwd"}))
+	reg.Add(t, "good", "1.0.0", nil, map[string]string{"index.js": "module.exports = 'good';"})
+	reg.Handle(func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.URL.Path {
+		case "/garbage":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"name": "garbage", "versions": {"1.0.0": [`))
+			return true
+		case "/hangs":
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	})
+	data, cache := t.TempDir(), t.TempDir()
+	d := startDaemon(t, data, "", fmt.Sprintf("[sandbox]\ncache_dir = %q\n[packages]\nnpm_registry = %q\nfetch_timeout = \"1s\"\n", cache, reg.URL()))
+	c := newMCP(t, d.url, true)
+
+	for _, tc := range []struct{ name, code, want string }{
+		{"climbs", "unsafe", "goes up a directory"},
+		{"links-out", "unsafe", "outside the package"},
+		{"garbage", "registry", "not a packument"},
+		{"hangs", "timeout", "packages.fetch_timeout"},
+	} {
+		sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hostile", "language": "javascript", "packages": []any{tc.name}})
+		msg := fmt.Sprint(sc["error"])
+		t.Logf("%s: %s: %s", tc.name, sc["code"], msg)
+		if !isErr || sc["code"] != tc.code || !strings.Contains(msg, tc.name) || !strings.Contains(msg, tc.want) {
+			t.Errorf("install_packages %s: %v, want code %s and an error naming it that says %q", tc.name, sc, tc.code, tc.want)
+		}
+	}
+	if got := cacheEntries(t, cache); len(got) != 0 {
+		t.Errorf("the refusals left %v in the cache", got)
+	}
+	for _, dir := range []string{cache, data} {
+		filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && (e.Name() == "escaped.js" || e.Name() == "passwd") {
+				t.Errorf("written: %s", p)
+			}
+			return nil
+		})
+	}
+	if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": "hostile", "language": "javascript", "packages": []any{"good"}}); isErr {
+		t.Fatalf("a good package after the refusals: %v", sc)
+	}
+	if sc, isErr := c.run("hostile", `require("good")`); isErr || sc["result"] != `"good"` {
+		t.Errorf("importing it: %v", sc)
+	}
+	if got := cacheEntries(t, cache); len(got) != 1 {
+		t.Errorf("the cache after the good package: %v", got)
 	}
 	d.stop()
 }

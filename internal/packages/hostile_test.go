@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,6 +62,7 @@ func TestHostileTarballs(t *testing.T) {
 				}
 				return nil
 			})
+			stillWorksNPM(t, s, reg, "evil")
 		})
 	}
 }
@@ -94,6 +96,7 @@ func TestNPMIntegrityMismatch(t *testing.T) {
 	if e := cacheEntries(t, s); len(e) != 0 {
 		t.Errorf("the cache holds %v", e)
 	}
+	stillWorksNPM(t, s, reg, "swapped")
 }
 
 // TestHugePackages: a 1 GiB package is refused by the size its registry
@@ -112,23 +115,28 @@ func TestHugePackages(t *testing.T) {
 				t.Errorf("the tarball was fetched")
 			}
 		}
+		stillWorksNPM(t, s, reg, "huge")
 	})
 	for _, mode := range []string{"content-length", "streamed"} {
 		t.Run(mode, func(t *testing.T) {
 			reg := newFakeRegistry(t)
 			reg.add("huge", "1.0.0", fakeVersion{})
+			var sent atomic.Int64
+			done := make(chan struct{})
 			reg.handle = func(w http.ResponseWriter, r *http.Request) bool {
 				if !strings.HasSuffix(r.URL.Path, ".tgz") {
 					return false
 				}
+				defer close(done)
 				if mode == "content-length" {
 					w.Header().Set("Content-Length", strconv.Itoa(gib))
 				}
 				chunk := make([]byte, 64<<10)
-				for sent := 0; sent < gib; sent += len(chunk) {
+				for sent.Load() < gib {
 					if _, err := w.Write(chunk); err != nil {
 						return true // the client hung up
 					}
+					sent.Add(int64(len(chunk)))
 				}
 				return true
 			}
@@ -138,6 +146,19 @@ func TestHugePackages(t *testing.T) {
 			if e := cacheEntries(t, s); len(e) != 0 {
 				t.Errorf("the cache holds %v", e)
 			}
+			// The client stops reading soon after max_package_bytes (1
+			// MiB here): what the server got out is that and the
+			// connection's buffers, not the gigabyte.
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("the server is still sending a minute after the refusal")
+			}
+			t.Logf("the server sent %d KiB before the client stopped", sent.Load()>>10)
+			if n := sent.Load(); n > 32<<20 {
+				t.Errorf("the server sent %d MiB of the 1 GiB before the client stopped", n>>20)
+			}
+			stillWorksNPM(t, s, reg, "huge")
 		})
 	}
 	t.Run("workspace total", func(t *testing.T) {
@@ -191,6 +212,7 @@ func TestHostileRegistries(t *testing.T) {
 			s, _ := newService(t, cfg)
 			_, _, err := s.AddNPM(context.Background(), nil, "pkg")
 			wantCode(t, err, c.code, c.words...)
+			stillWorksNPM(t, s, reg, "pkg")
 		})
 	}
 	for _, c := range []struct {
@@ -215,6 +237,7 @@ func TestHostileRegistries(t *testing.T) {
 			s, _ := newService(t, cfg)
 			_, _, err := s.AddPython(context.Background(), nil, "pkg")
 			wantCode(t, err, c.code, c.words...)
+			stillWorksPython(t, s, idx, "pkg")
 		})
 	}
 }
@@ -303,6 +326,7 @@ func TestHostileWheels(t *testing.T) {
 				}
 				return nil
 			})
+			stillWorksPython(t, s, idx, "evil")
 		})
 	}
 	t.Run("not a wheel", func(t *testing.T) {
@@ -321,6 +345,7 @@ func TestHostileWheels(t *testing.T) {
 		s, _ := newService(t, testConfig("", idx.url()))
 		_, _, err := s.AddPython(context.Background(), nil, "evil")
 		wantCode(t, err, CodeUnsafe, "not a zip")
+		stillWorksPython(t, s, idx, "evil")
 	})
 }
 
@@ -379,4 +404,47 @@ func asError(err error, e **Error) bool {
 	ok := errors.As(err, &x)
 	*e = x
 	return ok
+}
+
+// stillWorksNPM: after a refusal, the same Service installs name@1.0.0
+// once the registry serves a good one: the refusal left nothing in the
+// cache, and nothing that stops a later install.
+func stillWorksNPM(t *testing.T, s *Service, reg *fakeRegistry, name string) {
+	t.Helper()
+	reg.mu.Lock()
+	reg.handle = nil
+	reg.mu.Unlock()
+	reg.add(name, "1.0.0", fakeVersion{})
+	before := len(cacheEntries(t, s))
+	_, tree, err := s.AddNPM(context.Background(), nil, name)
+	if err != nil {
+		t.Fatalf("a good %s after the refusal: %v", name, err)
+	}
+	if n := len(cacheEntries(t, s)); n != before+1 {
+		t.Errorf("the good package made the cache %d entries, was %d", n, before)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.CacheDir(), tree.Packages[0].Dir, "index.js")); err != nil || !strings.Contains(string(b), name+"@1.0.0") {
+		t.Errorf("the good package's files: %q %v", b, err)
+	}
+}
+
+// stillWorksPython is stillWorksNPM for a wheel of project name.
+func stillWorksPython(t *testing.T, s *Service, idx *fakeIndex, name string) {
+	t.Helper()
+	idx.mu.Lock()
+	idx.handle = nil
+	idx.projects = map[string][]indexFileEntry{}
+	idx.mu.Unlock()
+	idx.addWheel(testWheel{name: name, version: "1.0"})
+	before := len(cacheEntries(t, s))
+	_, env, err := s.AddPython(context.Background(), nil, name)
+	if err != nil {
+		t.Fatalf("a good %s after the refusal: %v", name, err)
+	}
+	if n := len(cacheEntries(t, s)); n != before+1 {
+		t.Errorf("the good wheel made the cache %d entries, was %d", n, before)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.CacheDir(), env.Packages[0].Dir, name, "__init__.py")); err != nil || !strings.Contains(string(b), `"1.0"`) {
+		t.Errorf("the good wheel's files: %q %v", b, err)
+	}
 }

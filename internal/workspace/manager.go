@@ -210,6 +210,12 @@ type Manager struct {
 	createMu    sync.Mutex // held to count a principal's workspaces and make one (admitWorkspace)
 	closeOnce   sync.Once
 	drainOnce   sync.Once
+
+	// lockAddrs are the cache addresses of every workspace's packages
+	// lock, accepted the generation of each workspace's lock last held
+	// to its disk quota (packagesdisk.go).
+	lockAddrs lockAddrCache
+	accepted  acceptedLocks
 }
 
 // NewManager creates the data directory and starts the janitor (which

@@ -85,14 +85,14 @@ func (m *Manager) InstallPackages(ctx context.Context, principal, id, language s
 		if err != nil {
 			return err
 		}
-		out, err = m.install(ctx, disk, lang, specs)
+		out, err = m.install(ctx, w, disk, lang, specs)
 		return err
 	})
 	return out, err
 }
 
-// install is InstallPackages holding the turn, with the workspace's Disk.
-func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []string) (Installed, error) {
+// install is InstallPackages holding w's turn, with w's Disk.
+func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, specs []string) (Installed, error) {
 	svc := m.cfg.Packages
 	old, _, err := readLock(disk)
 	if err != nil {
@@ -130,12 +130,13 @@ func (m *Manager) install(ctx context.Context, disk Disk, lang string, specs []s
 	if err != nil {
 		return Installed{}, &Error{Code: PackagesFailed, Msg: "could not write the packages lock", Err: err}
 	}
-	if need, ok := disk.Fits(LockPath, int64(len(b))); !ok {
-		return Installed{}, &Error{Code: LimitReached, Msg: fmt.Sprintf("the packages lock (%d bytes) would pass the workspace's disk quota of %d MiB (%d more bytes are needed); nothing was installed", len(b), m.cfg.MaxDiskMiB, need)}
+	if err := m.packagesFit(w, disk, lock, len(b)); err != nil {
+		return Installed{}, err
 	}
 	if _, err := disk.WriteFile(LockPath, b); err != nil {
 		return Installed{}, fileError(LockPath, err, "write")
 	}
+	m.accepted.set(w.dir, viewOp(lang), lockGen(b))
 	had := map[string]string{}
 	for _, p := range lockedPackages(old, lang) {
 		had[p.Name] = p.Version
@@ -177,8 +178,21 @@ func readLock(disk Disk) (*packages.Lock, string, error) {
 	if err != nil {
 		return nil, "", &Error{Code: PackagesFailed, Msg: err.Error() + " (/workspace/" + LockPath + "; delete it to start the workspace's packages again)", Err: err}
 	}
+	return l, lockGen(b), nil
+}
+
+// viewOp is the guest's request ("npm" or "python") for lang's packages.
+func viewOp(lang string) string {
+	if lang == "python" {
+		return "python"
+	}
+	return "npm"
+}
+
+// lockGen is the generation of a lock of these bytes.
+func lockGen(b []byte) string {
 	sum := sha256.Sum256(b)
-	return l, hex.EncodeToString(sum[:8]), nil
+	return hex.EncodeToString(sum[:8])
 }
 
 // npmPackages lists a tree's packages by name (a name placed twice, in two
@@ -272,6 +286,16 @@ func lockedPackages(l *packages.Lock, lang string) []Package {
 // language's packages, or nil. A symlink in the workspace can only point
 // within it (guestfs), so reading p stays inside the workspace.
 func lockFilePackages(p string) []Package {
+	l := readLockFile(p)
+	if l == nil {
+		return nil
+	}
+	return append(lockedPackages(l, "javascript"), lockedPackages(l, "python")...)
+}
+
+// readLockFile reads the lock at p, a host path, or nil when there is
+// none or it does not parse.
+func readLockFile(p string) *packages.Lock {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil
@@ -285,7 +309,7 @@ func lockFilePackages(p string) []Package {
 	if err != nil {
 		return nil
 	}
-	return append(lockedPackages(l, "javascript"), lockedPackages(l, "python")...)
+	return l
 }
 
 // pkgRun answers one run's package requests (worker.PackageSource): the
@@ -294,6 +318,7 @@ func lockFilePackages(p string) []Package {
 // run's to read and write.
 type pkgRun struct {
 	m    *Manager
+	w    *ws
 	disk Disk
 	lang string
 }
@@ -322,12 +347,26 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if gen == req.Have && req.Have != "" {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
-		return p.view(ctx, req.Op, lock, gen, nil)
+		ans, ok := p.view(ctx, req.Op, lock, gen, nil)
+		// A lock no install of this process wrote (the code wrote it, or
+		// execd restarted) is held to the disk as an install is, once:
+		// its view may have fetched what the cache lacked.
+		if ok && gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
+			size := int64(0)
+			if info, err := p.disk.Info(LockPath); err == nil {
+				size = info.Size()
+			}
+			if err := p.m.packagesFit(p.w, p.disk, lock, int(size)); err != nil {
+				return pkgFailure(err)
+			}
+			p.m.accepted.set(p.w.dir, req.Op, gen)
+		}
+		return ans
 	case "install":
 		if req.Language != "" {
 			lang = req.Language
 		}
-		inst, err := p.m.install(ctx, p.disk, lang, req.Packages)
+		inst, err := p.m.install(ctx, p.w, p.disk, lang, req.Packages)
 		if err != nil {
 			return pkgFailure(err)
 		}
@@ -335,18 +374,15 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if err != nil {
 			return pkgFailure(err)
 		}
-		op := "npm"
-		if lang == "python" {
-			op = "python"
-		}
-		return p.view(ctx, op, lock, gen, &inst)
+		ans, _ := p.view(ctx, viewOp(lang), lock, gen, &inst)
+		return ans
 	}
 	return pkgAnswer(map[string]any{"error": "execd.packages: unknown op " + strconvQuote(req.Op), "code": "invalid"})
 }
 
 // view is the answer with the tree (npm) or the sys.path entries
 // (python) of lock, paths under worker.PackagesMount.
-func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen string, inst *Installed) []byte {
+func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen string, inst *Installed) (answer []byte, ok bool) {
 	svc := p.m.cfg.Packages
 	ans := map[string]any{"gen": gen}
 	if inst != nil {
@@ -360,13 +396,13 @@ func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen s
 	case "npm":
 		t, err := svc.NPM(ctx, lock)
 		if err != nil {
-			return pkgFailure(packagesError(err))
+			return pkgFailure(packagesError(err)), false
 		}
 		ans["tree"] = t
 	default:
 		env, err := svc.Python(ctx, lock)
 		if err != nil {
-			return pkgFailure(packagesError(err))
+			return pkgFailure(packagesError(err)), false
 		}
 		paths := make([]string, len(env.Paths))
 		for i, d := range env.Paths {
@@ -374,7 +410,7 @@ func (p *pkgRun) view(ctx context.Context, op string, lock *packages.Lock, gen s
 		}
 		ans["paths"] = paths
 	}
-	return pkgAnswer(ans)
+	return pkgAnswer(ans), true
 }
 
 func pkgFailure(err error) []byte {

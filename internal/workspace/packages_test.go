@@ -141,3 +141,151 @@ func TestInstallPackagesErrors(t *testing.T) {
 		t.Errorf("a run without a Service has a PackageSource: %s", v)
 	}
 }
+
+// TestPackagesCountByWhatIsUnique: a workspace's packages count against
+// its disk quota (and its principal's disk budget) by the bytes no other
+// workspace's lock uses; shared ones cost nothing.
+func TestPackagesCountByWhatIsUnique(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	const size = 600_000 // two of them pass a quota of 1 MiB, one does not
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", size)})
+	reg.Add(t, "big2", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("b", size)})
+	svc := newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	ctx := context.Background()
+	install := func(id, name string) error {
+		_, err := m.InstallPackages(ctx, "p", id, "javascript", []string{name})
+		return err
+	}
+	packagesOf := func(id string) string {
+		for _, in := range m.List("p") {
+			if in.ID == id {
+				return names(in.Packages)
+			}
+		}
+		return ""
+	}
+	refused := func(err error, key string) bool {
+		var we *Error
+		return errors.As(err, &we) && we.Code == LimitReached && strings.Contains(we.Msg, key) && strings.Contains(we.Msg, "nothing was")
+	}
+
+	if err := install("a", "big1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big2"); !refused(err, "workspace.max_disk_mib = 1") || !strings.Contains(err.Error(), "only this workspace uses") {
+		t.Fatalf("a second package unique to the workspace, past its quota: %v", err)
+	}
+	if got := packagesOf("a"); got != "big1@1.0.0" {
+		t.Errorf("after the refusal the workspace has %q", got)
+	}
+	// b's files and a package a uses too fit: the shared one costs nothing.
+	if _, err := m.WriteFile(ctx, "p", "b", "data.bin", make([]byte, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("b", "big1"); err != nil {
+		t.Fatalf("a package another workspace uses too: %v", err)
+	}
+	if err := install("b", "big2"); !refused(err, "workspace.max_disk_mib") {
+		t.Errorf("a package only b would use, past its quota: %v", err)
+	}
+	// Now that b uses big1 too, only big2 would be a's own.
+	if err := install("a", "big2"); err != nil {
+		t.Errorf("a's big1 is shared with b now: %v", err)
+	}
+	// b takes big2 too, which costs it nothing; then nothing is a's own,
+	// and a's files may take what its packages took.
+	if err := install("b", "big2"); err != nil {
+		t.Errorf("b installing a package a uses: %v", err)
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", "data.bin", make([]byte, 600_000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big1"); err != nil {
+		t.Errorf("a's packages, all shared with b, with 600 kB of files: %v", err)
+	}
+	// Once b drops them, they are a's alone again: charged at a's next
+	// install.
+	if err := m.Reset(ctx, "p", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := install("a", "big1"); !refused(err, "workspace.max_disk_mib") {
+		t.Errorf("a's packages, b's lock gone: %v", err)
+	}
+
+	// The principal's budget counts them the same way.
+	m2 := newTestManager(t, Config{MaxPrincipalDiskMiB: 1, Packages: svc}, newFakeFactory())
+	if _, err := m2.WriteFile(ctx, "p", "c", "data.bin", make([]byte, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.InstallPackages(ctx, "p", "c", "javascript", []string{"big1"}); !refused(err, "workspace.max_principal_disk_mib = 1") {
+		t.Errorf("past the principal's disk budget: %v", err)
+	}
+}
+
+// TestPackagesOfAWrittenLockCount: a lock the code writes, naming
+// packages the cache lacks, is fetched when the guest asks for its tree,
+// and counts as an install would.
+func TestPackagesOfAWrittenLockCount(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000)})
+	reg.Add(t, "big2", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("b", 600_000)})
+	ctx := context.Background()
+	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "javascript", []string{"big1", "big2"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // fetched by the first ask, still refused by the second
+		if v := *run(t, m, "p", "a", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, "workspace.max_disk_mib = 1") || strings.Contains(v, `"tree"`) {
+			t.Errorf("ask %d: the tree of a written lock past the quota: %s", i+1, v)
+		}
+	}
+	// A lock an install wrote is not checked again by the view: files
+	// written since count at the next install.
+	if _, err := m.InstallPackages(ctx, "p", "b", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteFile(ctx, "p", "b", "data.bin", make([]byte, 500_000)); err != nil {
+		t.Fatal(err)
+	}
+	if v := *run(t, m, "p", "b", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, `"tree"`) {
+		t.Errorf("the tree of an installed lock: %s", v)
+	}
+}
+
+// TestPackagesOfAWrittenLockCountPerLanguage: an npm install into a lock
+// the code wrote holds its npm packages to the quota; its Python ones,
+// not fetched yet, are held to it when the Python guest loads them.
+func TestPackagesOfAWrittenLockCountPerLanguage(t *testing.T) {
+	idx := packagestest.NewIndex(t)
+	idx.Add(t, packagestest.Wheel{Project: "bigpy", Version: "1.0", Files: map[string]string{"bigpy/__init__.py": "#" + strings.Repeat("a", 1_200_000)}})
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "small", "1.0.0", nil, map[string]string{"index.js": ""})
+	ctx := context.Background()
+	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
+	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "python", []string{"bigpy"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"small"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := *runLang(t, m, "p", "a", "python", `packages {"op":"python"}`).Result.Value; !strings.Contains(v, "workspace.max_disk_mib = 1") || strings.Contains(v, `"paths"`) {
+		t.Errorf("the Python packages of a written lock past the quota: %s", v)
+	}
+}

@@ -91,7 +91,7 @@ func (m *Manager) runTurn(ctx context.Context, w *ws, lang string, req Request, 
 		opts.Input = slot
 	}
 	if m.cfg.Packages != nil {
-		opts.Packages = &pkgRun{m: m, disk: disk, lang: lang}
+		opts.Packages = &pkgRun{m: m, w: w, disk: disk, lang: lang}
 	}
 	disk.Track()
 	endRun := m.obs.Phase(ctx, PhaseRun, lang)

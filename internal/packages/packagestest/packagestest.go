@@ -30,6 +30,7 @@ type NPM struct {
 	// pkgs: name → version → (manifest, tarball)
 	pkgs     map[string]map[string]npmVersion
 	requests []string
+	handler  func(w http.ResponseWriter, req *http.Request) bool
 }
 
 type npmVersion struct {
@@ -65,7 +66,26 @@ func (r *NPM) Add(t testing.TB, name, version string, pkg map[string]any, files 
 	for k, v := range files {
 		all[k] = v
 	}
-	tgz := tarball(t, all)
+	r.publish(name, version, pkg, tarball(t, all))
+}
+
+// AddTarball publishes name@version as the tarball tgz, whatever it
+// holds, with its own sha512 integrity: a hostile package (Tarball
+// builds one).
+func (r *NPM) AddTarball(t testing.TB, name, version string, tgz []byte) {
+	t.Helper()
+	r.publish(name, version, map[string]any{}, tgz)
+}
+
+// Handle makes h answer first: a request h reports handled (true) is
+// not served by the registry (a registry that hangs, or answers garbage).
+func (r *NPM) Handle(h func(w http.ResponseWriter, req *http.Request) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handler = h
+}
+
+func (r *NPM) publish(name, version string, pkg map[string]any, tgz []byte) {
 	m := map[string]any{"name": name, "version": version}
 	for _, k := range []string{"dependencies", "peerDependencies", "optionalDependencies"} {
 		if v, ok := pkg[k]; ok {
@@ -96,8 +116,14 @@ func tgzName(name, version string) string {
 
 func (r *NPM) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.requests = append(r.requests, req.URL.Path)
+	h := r.handler
+	r.mu.Unlock()
+	if h != nil && h(w, req) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	path := strings.Replace(strings.TrimPrefix(req.URL.EscapedPath(), "/"), "%2F", "/", 1)
 	if name, file, ok := strings.Cut(path, "/-/"); ok {
 		for ver, v := range r.pkgs[name] {
@@ -126,6 +152,40 @@ func (r *NPM) serve(w http.ResponseWriter, req *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"name": path, "dist-tags": map[string]string{"latest": names[len(names)-1]}, "versions": versions})
 }
 
+// Entry is one entry of a tarball Tarball builds, its name as it is
+// (npm's "package/" prefix included), of type Type (tar.TypeReg when 0).
+type Entry struct {
+	Name, Body, Link string
+	Type             byte
+}
+
+// Tarball is a gzipped tarball of entries exactly as given: ".." in
+// names, links pointing anywhere.
+func Tarball(t testing.TB, entries ...Entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.Name, Mode: 0o644, Size: int64(len(e.Body)), Typeflag: e.Type, Linkname: e.Link}
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if h.Typeflag != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e.Body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gz.Close()
+	return buf.Bytes()
+}
+
 func tarball(t testing.TB, files map[string]string) []byte {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -152,10 +212,11 @@ func tarball(t testing.TB, files map[string]string) []byte {
 // Index is a PEP 503 simple index of wheels: /<project>/ lists each
 // project's files with their sha256.
 type Index struct {
-	Srv   *httptest.Server
-	mu    sync.Mutex
-	files map[string]map[string][]byte // project → file name → bytes
-	bad   map[string]bool              // file names listed with a wrong hash
+	Srv      *httptest.Server
+	mu       sync.Mutex
+	files    map[string]map[string][]byte // project → file name → bytes
+	bad      map[string]bool              // file names listed with a wrong hash
+	requests []string
 }
 
 // NewIndex starts an empty index, closed at the end of the test.
@@ -229,9 +290,17 @@ func (x *Index) Add(t testing.TB, w Wheel) {
 	x.bad[name] = w.BadHash
 }
 
+// Requests are the paths asked for so far, in order.
+func (x *Index) Requests() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]string(nil), x.requests...)
+}
+
 func (x *Index) serve(w http.ResponseWriter, req *http.Request) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.requests = append(x.requests, req.URL.Path)
 	p := strings.Trim(strings.TrimPrefix(req.URL.Path, "/simple"), "/")
 	project, file, _ := strings.Cut(p, "/")
 	files, ok := x.files[project]
