@@ -86,8 +86,10 @@ let e; try { await tools.fake.delete_repo({name: "x"}) } catch (x) { e = x.code 
 }
 
 // A tool of ask is put to the person through the path of input():
-// legacy elicitation on the call's stream (yes, no, always), and
-// input_required in 2026-07-28.
+// legacy elicitation on the call's stream, and input_required in
+// 2026-07-28. The question offers the choices allow once, allow for the
+// rest of this run and deny (an enum, titled as the version has it); a
+// free-text yes / no still counts.
 func TestCodeModeAsksThePerson(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -99,29 +101,47 @@ for (const t of ["a", "b"]) { try { r.push(await tools.fake.echo({text: t})) } c
 r`
 	legacy := newMCP(t, d.url, false)
 	legacy.InitializeWith(`{"elicitation":{}}`)
+	older := newMCP(t, d.url, false) // 2025-06-18: titles as enumNames
+	older.Offer = "2025-06-18"
+	older.InitializeWith(`{"elicitation":{}}`)
 	pyCode := "from execd import tools, ToolError\nr = []\nfor t in 'ab':\n    try:\n        r.append(tools.fake.echo(text=t))\n    except ToolError as e:\n        r.append(e.code)\nr"
+	choices := "[allow once allow for the rest of this run deny]"
 	for _, tc := range []struct {
+		c          *mcp
 		lang, code string
 		answers    []string
 		want       string
 	}{
-		{"javascript", code, []string{"yes", "no"}, `["a", "denied"]`},
-		{"javascript", code, []string{"always"}, `["a", "b"]`}, // asked once
-		{"python", pyCode, []string{"no", "yes"}, `['denied', 'b']`},
+		{legacy, "javascript", code, []string{"allow once", "deny"}, `["a", "denied"]`},
+		{legacy, "javascript", code, []string{"allow for the rest of this run"}, `["a", "b"]`}, // asked once
+		{legacy, "python", pyCode, []string{"deny", "allow once"}, `['denied', 'b']`},
+		{older, "javascript", code, []string{"allow for the rest of this run"}, `["a", "b"]`},
+		{legacy, "javascript", code, []string{"yes", "no"}, `["a", "denied"]`}, // free text
 	} {
-		ev := legacy.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
+		ev := tc.c.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
 		var sc map[string]any
 		asked := 0
 		for m := range ev {
 			if m["method"] == "elicitation/create" {
-				msg := fmt.Sprint(m["params"].(map[string]any)["message"])
-				if !strings.Contains(msg, "Code in workspace ask wants to call fake.echo") || !strings.Contains(msg, `"text"`) {
+				params := m["params"].(map[string]any)
+				msg := fmt.Sprint(params["message"])
+				if !strings.Contains(msg, "Code in workspace ask wants to call fake.echo") || !strings.Contains(msg, `"text"`) || !strings.HasSuffix(msg, ". Allow?") {
 					t.Errorf("the question: %s", msg)
+				}
+				value := params["requestedSchema"].(map[string]any)["properties"].(map[string]any)["value"].(map[string]any)
+				if fmt.Sprint(value["enum"]) != choices {
+					t.Errorf("the choices: %v", value)
+				}
+				if tc.c == older && fmt.Sprint(value["enumNames"]) != "[Allow once Allow for the rest of this run Deny]" || tc.c == older && value["oneOf"] != nil {
+					t.Errorf("2025-06-18's titles: %v", value)
+				}
+				if tc.c == legacy && (fmt.Sprint(value["oneOf"]) != "[map[const:allow once title:Allow once] map[const:allow for the rest of this run title:Allow for the rest of this run] map[const:deny title:Deny]]" || value["enumNames"] != nil) {
+					t.Errorf("2025-11-25's titles: %v", value)
 				}
 				if asked >= len(tc.answers) {
 					t.Fatalf("asked %d times; answers %v", asked+1, tc.answers)
 				}
-				legacy.Respond(m["id"], accept(tc.answers[asked]))
+				tc.c.Respond(m["id"], accept(tc.answers[asked]))
 				asked++
 				continue
 			}
@@ -147,11 +167,12 @@ r`
 	first := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", nil)
 	res := first["result"].(map[string]any)
 	state, _ := res["requestState"].(string)
-	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") {
+	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") ||
+		!strings.Contains(fmt.Sprint(res), "enum:[allow once allow for the rest of this run deny]") || !strings.Contains(fmt.Sprint(res), "title:Allow for the rest of this run") {
 		t.Fatalf("modern: %v", first)
 	}
 	retry := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", map[string]any{"requestState": state,
-		"inputResponses": map[string]any{"input": accept("yes")}})
+		"inputResponses": map[string]any{"input": accept("allow once")}})
 	if sc, isErr, err := mcptest.Structured(retry); err != nil || isErr || sc["result"] != `"m"` {
 		t.Fatalf("modern retry: %v %v", retry, err)
 	}
@@ -314,11 +335,11 @@ func TestCodeModeAsksThroughATask(t *testing.T) {
 	}
 	st := taskState(t, c, id)
 	reqs, _ := st["inputRequests"].(map[string]any)
-	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") {
+	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") || !strings.Contains(fmt.Sprint(reqs), "enum:[allow once") {
 		t.Fatalf("the task: %v", st)
 	}
 	for key := range reqs {
-		if ack := c.Answer("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: accept("yes")}}); ack["error"] != nil {
+		if ack := c.Answer("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: accept("allow once")}}); ack["error"] != nil {
 			t.Fatalf("tasks/update: %v", ack)
 		}
 	}

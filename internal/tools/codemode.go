@@ -75,9 +75,18 @@ func (t *tools) runTools(principal, ws string) workspace.Tools {
 // maxApprovalArgs bounds the arguments an approval's question shows.
 const maxApprovalArgs = 2000
 
+// The choices of an approval's question, the values of its enum.
+const (
+	choiceOnce = "allow once"
+	choiceRun  = "allow for the rest of this run"
+	choiceDeny = "deny"
+)
+
 // approve asks the person whether the code may call a tool of ask, in
-// the words of input(): the answer "yes" allows this call, "always" the
-// run's later calls of the tool too, anything else declines.
+// the words of input() with the choices allow once (this call), allow
+// for the rest of this run (the run's later calls of the tool too) and
+// deny. A free-text answer (a client that shows no choices) is read as
+// yes / always / anything else declines.
 func approve(ctx context.Context, ws string, a upstream.Approval) (upstream.Decision, error) {
 	args := cut(string(a.Arguments), maxApprovalArgs)
 	where := "this workspace"
@@ -88,15 +97,14 @@ func approve(ctx context.Context, ws string, a upstream.Approval) (upstream.Deci
 	if a.Description != "" {
 		what = " (" + firstDescLine(a.Description, 200) + ")"
 	}
-	prompt := fmt.Sprintf("Code in %s wants to call %s.%s%s with %s. Allow? Answer yes (this call), always (every call of it for the rest of this run) or no.",
-		where, a.Upstream, a.Tool, what, args)
-	ans := workspace.AskPerson(ctx, prompt)
+	prompt := fmt.Sprintf("Code in %s wants to call %s.%s%s with %s. Allow?", where, a.Upstream, a.Tool, what, args)
+	ans := workspace.AskPerson(ctx, prompt, choiceOnce, choiceRun, choiceDeny)
 	switch ans.Status {
 	case workspace.InputOK:
 		switch strings.ToLower(strings.TrimSpace(ans.Text)) {
-		case "yes", "y", "once", "allow", "allow once":
+		case choiceOnce, "yes", "y", "once", "allow":
 			return upstream.AllowOnce, nil
-		case "always", "a", "run", "allow for the rest of this run":
+		case choiceRun, "always", "a", "run":
 			return upstream.AllowForRun, nil
 		}
 		return upstream.Deny, nil
