@@ -264,7 +264,8 @@ func TestCodeModeCancelReachesTheUpstream(t *testing.T) {
 
 // A principal not in an upstream's principals neither sees its tools
 // (tools.list(), execute_code's description) nor can call them by
-// guessing names: the call fails as for a name that does not exist.
+// guessing names: the call fails as for a name that does not exist. A
+// principal in it finds them in execute_code's description.
 func TestCodeModePrincipals(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -284,8 +285,24 @@ func TestCodeModePrincipals(t *testing.T) {
 	if sc, isErr := bob.run("p", code); isErr || sc["result"] != `[false, "unknown_tool: tools.fake.echo is not a tool this code may call (tools.list() lists them)"]` {
 		t.Errorf("bob: %v", sc)
 	}
-	if list := fmt.Sprint(bob.RPC("tools/list", nil, nil)); strings.Contains(list, "tools.fake.") {
+	// execute_code's description names the tools of the caller's
+	// principal, in a list cached for that principal only.
+	aliceList, bobList := alice.RPC("tools/list", nil, nil), bob.RPC("tools/list", nil, nil)
+	if list := fmt.Sprint(bobList); strings.Contains(list, "tools.fake.") {
 		t.Errorf("bob's tools/list names alice's upstream: %.2000s", list)
+	}
+	if list := fmt.Sprint(aliceList); !strings.Contains(list, "tools.fake.echo({text: string})") || !strings.Contains(list, "fake.echo(text: str)") {
+		t.Errorf("alice's tools/list does not name her upstream's tools: %.3000s", list)
+	}
+	for who, l := range map[string]map[string]any{"alice": aliceList, "bob": bobList} {
+		if res, _ := l["result"].(map[string]any); res["cacheScope"] != "private" {
+			t.Errorf("%s's tools/list: cacheScope %v, want private", who, res["cacheScope"])
+		}
+	}
+	legacyAlice := newMCP(t, d.url, false).withToken("alice-token-0123456789")
+	legacyAlice.Initialize()
+	if list := fmt.Sprint(legacyAlice.RPC("tools/list", nil, nil)); !strings.Contains(list, "tools.fake.echo({text: string})") {
+		t.Errorf("alice's legacy tools/list does not name her upstream's tools: %.3000s", list)
 	}
 	d.stop()
 }
