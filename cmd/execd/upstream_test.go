@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -308,7 +309,8 @@ func TestCodeModePrincipals(t *testing.T) {
 }
 
 // When an upstream's tools change (notifications/tools/list_changed),
-// execute_code's description names the new ones.
+// execute_code's description names the new ones, and a legacy session
+// with its GET stream open is sent notifications/tools/list_changed.
 func TestCodeModeToolsChange(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -319,9 +321,52 @@ func TestCodeModeToolsChange(t *testing.T) {
 	if list := fmt.Sprint(c.RPC("tools/list", nil, nil)); !strings.Contains(list, "tools.fake.echo(") || strings.Contains(list, "tools.fake.extra(") {
 		t.Fatalf("before the change: %.3000s", list)
 	}
+	// A legacy session is told, on its GET stream, having been told at
+	// initialize that it would be.
+	legacy := newMCP(t, d.url, false)
+	resp := legacy.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	var init map[string]any
+	if err := mcptest.Read(resp, func(m map[string]any) bool { init = m; return false }); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if b, _ := json.Marshal(init); !strings.Contains(string(b), `"tools":{"listChanged":true}`) {
+		t.Errorf("initialize with upstreams: %s", b)
+	}
+	legacy.Legacy, legacy.Session, legacy.Version = true, resp.Header.Get("Mcp-Session-Id"), "2025-11-25"
+	legacy.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil).Body.Close()
+	gctx, stopGet := context.WithCancel(context.Background())
+	defer stopGet()
+	req, _ := http.NewRequestWithContext(gctx, http.MethodGet, d.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", legacy.Session)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	getResp, err := http.DefaultClient.Do(req)
+	if err != nil || getResp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", getResp, err)
+	}
+	heard := make(chan string, 1)
+	go func() {
+		for m := range mcptest.Events(getResp) {
+			if m["method"] != nil {
+				heard <- fmt.Sprint(m["method"])
+				return
+			}
+		}
+		close(heard)
+	}()
 	if sc, isErr := c.run("ch", `await tools.fake.change()`); isErr || sc["result"] != `"changed"` {
 		t.Fatal(sc)
 	}
+	select {
+	case m := <-heard:
+		if m != "notifications/tools/list_changed" {
+			t.Errorf("the GET stream carried %q", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("no notifications/tools/list_changed on the GET stream within 20 s\n%s", d.logs())
+	}
+	stopGet()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(fmt.Sprint(c.RPC("tools/list", nil, nil)), "tools.fake.extra(") {
 		if time.Now().After(deadline) {

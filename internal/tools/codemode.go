@@ -65,14 +65,20 @@ func (t *tools) describeFor() error {
 
 // UpstreamToolsChanged renews execute_code's description on srv, for
 // upstream.Options.OnToolsChanged: the tools/list answers that follow
-// name the upstreams' tools as they are now (a modern client re-lists
-// within the list's ttlMs). opts are Register's.
+// name the upstreams' tools as they are now, legacy clients with a
+// stream of their own are sent notifications/tools/list_changed (with
+// frontend.Options.ToolsListChanged), and a modern client re-lists
+// within the list's ttlMs. opts are Register's.
 func UpstreamToolsChanged(srv *frontend.Server, opts Options) error {
 	t := &tools{opts: opts.withDefaults(), srv: srv}
 	if err := srv.SetDescription("execute_code", t.executeCodeDescription(everyPrincipal)); err != nil {
 		return err
 	}
-	return t.describeFor()
+	if err := t.describeFor(); err != nil {
+		return err
+	}
+	srv.NotifyToolsChanged()
+	return nil
 }
 
 // runTools is the run's use of the upstreams, nil without any. A call of
