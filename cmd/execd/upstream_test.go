@@ -89,8 +89,8 @@ let e; try { await tools.fake.delete_repo({name: "x"}) } catch (x) { e = x.code 
 // A tool of ask is put to the person through the path of input():
 // legacy elicitation on the call's stream, and input_required in
 // 2026-07-28. The question offers the choices allow once, allow for the
-// rest of this run and deny (an enum, titled as the version has it); a
-// free-text yes / no still counts.
+// rest of this run and deny (titled as the version has it: enumNames in
+// 2025-06-18, oneOf from 2025-11-25); a free-text yes / no still counts.
 func TestCodeModeAsksThePerson(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -107,6 +107,7 @@ r`
 	older.InitializeWith(`{"elicitation":{}}`)
 	pyCode := "from execd import tools, ToolError\nr = []\nfor t in 'ab':\n    try:\n        r.append(tools.fake.echo(text=t))\n    except ToolError as e:\n        r.append(e.code)\nr"
 	choices := "[allow once allow for the rest of this run deny]"
+	oneOf := "[map[const:allow once title:Allow once] map[const:allow for the rest of this run title:Allow for the rest of this run] map[const:deny title:Deny]]"
 	for _, tc := range []struct {
 		c          *mcp
 		lang, code string
@@ -130,14 +131,11 @@ r`
 					t.Errorf("the question: %s", msg)
 				}
 				value := params["requestedSchema"].(map[string]any)["properties"].(map[string]any)["value"].(map[string]any)
-				if fmt.Sprint(value["enum"]) != choices {
-					t.Errorf("the choices: %v", value)
+				if tc.c == older && (fmt.Sprint(value["enum"]) != choices || fmt.Sprint(value["enumNames"]) != "[Allow once Allow for the rest of this run Deny]" || value["oneOf"] != nil) {
+					t.Errorf("2025-06-18's choices: %v", value)
 				}
-				if tc.c == older && fmt.Sprint(value["enumNames"]) != "[Allow once Allow for the rest of this run Deny]" || tc.c == older && value["oneOf"] != nil {
-					t.Errorf("2025-06-18's titles: %v", value)
-				}
-				if tc.c == legacy && (fmt.Sprint(value["oneOf"]) != "[map[const:allow once title:Allow once] map[const:allow for the rest of this run title:Allow for the rest of this run] map[const:deny title:Deny]]" || value["enumNames"] != nil) {
-					t.Errorf("2025-11-25's titles: %v", value)
+				if tc.c == legacy && (fmt.Sprint(value["oneOf"]) != oneOf || value["enum"] != nil || value["enumNames"] != nil) {
+					t.Errorf("2025-11-25's choices: %v", value)
 				}
 				if asked >= len(tc.answers) {
 					t.Fatalf("asked %d times; answers %v", asked+1, tc.answers)
@@ -169,7 +167,7 @@ r`
 	res := first["result"].(map[string]any)
 	state, _ := res["requestState"].(string)
 	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") ||
-		!strings.Contains(fmt.Sprint(res), "enum:[allow once allow for the rest of this run deny]") || !strings.Contains(fmt.Sprint(res), "title:Allow for the rest of this run") {
+		!strings.Contains(fmt.Sprint(res), "oneOf:"+oneOf) {
 		t.Fatalf("modern: %v", first)
 	}
 	retry := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", map[string]any{"requestState": state,
@@ -397,7 +395,7 @@ func TestCodeModeAsksThroughATask(t *testing.T) {
 	}
 	st := taskState(t, c, id)
 	reqs, _ := st["inputRequests"].(map[string]any)
-	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") || !strings.Contains(fmt.Sprint(reqs), "enum:[allow once") {
+	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") || !strings.Contains(fmt.Sprint(reqs), "map[const:allow once title:Allow once]") {
 		t.Fatalf("the task: %v", st)
 	}
 	for key := range reqs {

@@ -32,9 +32,7 @@ const execOwner = "execute_code"
 
 // elicitInput is the elicitation of one input(): a form of one string,
 // value, titled by the prompt. With choices (a tool call's approval,
-// workspace.Choices) value is one of them: an enum, with titles where
-// the call's version has them (2025-06-18: enumNames; 2025-11-25 and
-// 2026-07-28: oneOf of const and title, SEP-1330).
+// workspace.Choices) value is one of them, titled (choiceSchema).
 func elicitInput(c *frontend.Call, prompt string, choices []string) frontend.Input {
 	msg := strings.TrimSpace(prompt)
 	title := msg
@@ -64,15 +62,17 @@ func elicitInput(c *frontend.Call, prompt string, choices []string) frontend.Inp
 }
 
 // choiceSchema is a single-select string of choices, each titled by
-// itself capitalised: oneOf titles in 2025-11-25 and later, enumNames
-// before (2025-06-18, the first version with elicitation). The enum is
-// there in both, for a client that knows only enum.
+// itself capitalised, in the shape of the version's schema: from
+// 2025-11-25 a titled single-select (oneOf of const and title, SEP-1330;
+// no enum beside it, or a client such as the TypeScript SDK reads it as
+// the untitled enum and drops the titles), before (2025-06-18, the first
+// version with elicitation) an enum with enumNames.
 func choiceSchema(choices []string, latest bool) map[string]any {
 	titles := make([]string, len(choices))
 	for i, ch := range choices {
 		titles[i] = strings.ToUpper(ch[:1]) + ch[1:]
 	}
-	s := map[string]any{"type": "string", "title": "Answer", "enum": choices}
+	s := map[string]any{"type": "string", "title": "Answer"}
 	if latest {
 		one := make([]map[string]any, len(choices))
 		for i, ch := range choices {
@@ -80,7 +80,7 @@ func choiceSchema(choices []string, latest bool) map[string]any {
 		}
 		s["oneOf"] = one
 	} else {
-		s["enumNames"] = titles
+		s["enum"], s["enumNames"] = choices, titles
 	}
 	return s
 }
