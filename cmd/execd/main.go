@@ -238,6 +238,8 @@ func run() int {
 	fo := frontendOptions(cfg, log.Named("mcp"))
 	fo.Observer = obs.forFrontend()
 	fo.Tasks = taskStore
+	// execute_code's description follows the upstreams' tools.
+	fo.ToolsListChanged = hub != nil
 	if f := cfg.Cluster.SessionKeyFile; f != "" {
 		if fo.SessionKey, err = cluster.ReadKey(f); err != nil {
 			log.Error("cluster", zap.Error(err))

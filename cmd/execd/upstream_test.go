@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,8 +87,10 @@ let e; try { await tools.fake.delete_repo({name: "x"}) } catch (x) { e = x.code 
 }
 
 // A tool of ask is put to the person through the path of input():
-// legacy elicitation on the call's stream (yes, no, always), and
-// input_required in 2026-07-28.
+// legacy elicitation on the call's stream, and input_required in
+// 2026-07-28. The question offers the choices allow once, allow for the
+// rest of this run and deny (titled as the version has it: enumNames in
+// 2025-06-18, oneOf from 2025-11-25); a free-text yes / no still counts.
 func TestCodeModeAsksThePerson(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -99,29 +102,45 @@ for (const t of ["a", "b"]) { try { r.push(await tools.fake.echo({text: t})) } c
 r`
 	legacy := newMCP(t, d.url, false)
 	legacy.InitializeWith(`{"elicitation":{}}`)
+	older := newMCP(t, d.url, false) // 2025-06-18: titles as enumNames
+	older.Offer = "2025-06-18"
+	older.InitializeWith(`{"elicitation":{}}`)
 	pyCode := "from execd import tools, ToolError\nr = []\nfor t in 'ab':\n    try:\n        r.append(tools.fake.echo(text=t))\n    except ToolError as e:\n        r.append(e.code)\nr"
+	choices := "[allow once allow for the rest of this run deny]"
+	oneOf := "[map[const:allow once title:Allow once] map[const:allow for the rest of this run title:Allow for the rest of this run] map[const:deny title:Deny]]"
 	for _, tc := range []struct {
+		c          *mcp
 		lang, code string
 		answers    []string
 		want       string
 	}{
-		{"javascript", code, []string{"yes", "no"}, `["a", "denied"]`},
-		{"javascript", code, []string{"always"}, `["a", "b"]`}, // asked once
-		{"python", pyCode, []string{"no", "yes"}, `['denied', 'b']`},
+		{legacy, "javascript", code, []string{"allow once", "deny"}, `["a", "denied"]`},
+		{legacy, "javascript", code, []string{"allow for the rest of this run"}, `["a", "b"]`}, // asked once
+		{legacy, "python", pyCode, []string{"deny", "allow once"}, `['denied', 'b']`},
+		{older, "javascript", code, []string{"allow for the rest of this run"}, `["a", "b"]`},
+		{legacy, "javascript", code, []string{"yes", "no"}, `["a", "denied"]`}, // free text
 	} {
-		ev := legacy.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
+		ev := tc.c.Stream("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": tc.code, "language": tc.lang, "workspace": "ask"}})
 		var sc map[string]any
 		asked := 0
 		for m := range ev {
 			if m["method"] == "elicitation/create" {
-				msg := fmt.Sprint(m["params"].(map[string]any)["message"])
-				if !strings.Contains(msg, "Code in workspace ask wants to call fake.echo") || !strings.Contains(msg, `"text"`) {
+				params := m["params"].(map[string]any)
+				msg := fmt.Sprint(params["message"])
+				if !strings.Contains(msg, "Code in workspace ask wants to call fake.echo") || !strings.Contains(msg, `"text"`) || !strings.HasSuffix(msg, ". Allow?") {
 					t.Errorf("the question: %s", msg)
+				}
+				value := params["requestedSchema"].(map[string]any)["properties"].(map[string]any)["value"].(map[string]any)
+				if tc.c == older && (fmt.Sprint(value["enum"]) != choices || fmt.Sprint(value["enumNames"]) != "[Allow once Allow for the rest of this run Deny]" || value["oneOf"] != nil) {
+					t.Errorf("2025-06-18's choices: %v", value)
+				}
+				if tc.c == legacy && (fmt.Sprint(value["oneOf"]) != oneOf || value["enum"] != nil || value["enumNames"] != nil) {
+					t.Errorf("2025-11-25's choices: %v", value)
 				}
 				if asked >= len(tc.answers) {
 					t.Fatalf("asked %d times; answers %v", asked+1, tc.answers)
 				}
-				legacy.Respond(m["id"], accept(tc.answers[asked]))
+				tc.c.Respond(m["id"], accept(tc.answers[asked]))
 				asked++
 				continue
 			}
@@ -147,11 +166,12 @@ r`
 	first := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", nil)
 	res := first["result"].(map[string]any)
 	state, _ := res["requestState"].(string)
-	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") {
+	if res["resultType"] != "input_required" || state == "" || !strings.Contains(fmt.Sprint(res), "wants to call fake.echo") ||
+		!strings.Contains(fmt.Sprint(res), "oneOf:"+oneOf) {
 		t.Fatalf("modern: %v", first)
 	}
 	retry := modern.modernCall(`await tools.fake.echo({text: "m"})`, "javascript", "ask-m", map[string]any{"requestState": state,
-		"inputResponses": map[string]any{"input": accept("yes")}})
+		"inputResponses": map[string]any{"input": accept("allow once")}})
 	if sc, isErr, err := mcptest.Structured(retry); err != nil || isErr || sc["result"] != `"m"` {
 		t.Fatalf("modern retry: %v %v", retry, err)
 	}
@@ -243,7 +263,8 @@ func TestCodeModeCancelReachesTheUpstream(t *testing.T) {
 
 // A principal not in an upstream's principals neither sees its tools
 // (tools.list(), execute_code's description) nor can call them by
-// guessing names: the call fails as for a name that does not exist.
+// guessing names: the call fails as for a name that does not exist. A
+// principal in it finds them in execute_code's description.
 func TestCodeModePrincipals(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -263,14 +284,31 @@ func TestCodeModePrincipals(t *testing.T) {
 	if sc, isErr := bob.run("p", code); isErr || sc["result"] != `[false, "unknown_tool: tools.fake.echo is not a tool this code may call (tools.list() lists them)"]` {
 		t.Errorf("bob: %v", sc)
 	}
-	if list := fmt.Sprint(bob.RPC("tools/list", nil, nil)); strings.Contains(list, "tools.fake.") {
+	// execute_code's description names the tools of the caller's
+	// principal, in a list cached for that principal only.
+	aliceList, bobList := alice.RPC("tools/list", nil, nil), bob.RPC("tools/list", nil, nil)
+	if list := fmt.Sprint(bobList); strings.Contains(list, "tools.fake.") {
 		t.Errorf("bob's tools/list names alice's upstream: %.2000s", list)
+	}
+	if list := fmt.Sprint(aliceList); !strings.Contains(list, "tools.fake.echo({text: string})") || !strings.Contains(list, "fake.echo(text: str)") {
+		t.Errorf("alice's tools/list does not name her upstream's tools: %.3000s", list)
+	}
+	for who, l := range map[string]map[string]any{"alice": aliceList, "bob": bobList} {
+		if res, _ := l["result"].(map[string]any); res["cacheScope"] != "private" {
+			t.Errorf("%s's tools/list: cacheScope %v, want private", who, res["cacheScope"])
+		}
+	}
+	legacyAlice := newMCP(t, d.url, false).withToken("alice-token-0123456789")
+	legacyAlice.Initialize()
+	if list := fmt.Sprint(legacyAlice.RPC("tools/list", nil, nil)); !strings.Contains(list, "tools.fake.echo({text: string})") {
+		t.Errorf("alice's legacy tools/list does not name her upstream's tools: %.3000s", list)
 	}
 	d.stop()
 }
 
 // When an upstream's tools change (notifications/tools/list_changed),
-// execute_code's description names the new ones.
+// execute_code's description names the new ones, and a legacy session
+// with its GET stream open is sent notifications/tools/list_changed.
 func TestCodeModeToolsChange(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "fakeupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/upstream/testdata/fakeupstream").CombinedOutput(); err != nil {
@@ -281,9 +319,52 @@ func TestCodeModeToolsChange(t *testing.T) {
 	if list := fmt.Sprint(c.RPC("tools/list", nil, nil)); !strings.Contains(list, "tools.fake.echo(") || strings.Contains(list, "tools.fake.extra(") {
 		t.Fatalf("before the change: %.3000s", list)
 	}
+	// A legacy session is told, on its GET stream, having been told at
+	// initialize that it would be.
+	legacy := newMCP(t, d.url, false)
+	resp := legacy.Post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, nil)
+	var init map[string]any
+	if err := mcptest.Read(resp, func(m map[string]any) bool { init = m; return false }); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if b, _ := json.Marshal(init); !strings.Contains(string(b), `"tools":{"listChanged":true}`) {
+		t.Errorf("initialize with upstreams: %s", b)
+	}
+	legacy.Legacy, legacy.Session, legacy.Version = true, resp.Header.Get("Mcp-Session-Id"), "2025-11-25"
+	legacy.Post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil).Body.Close()
+	gctx, stopGet := context.WithCancel(context.Background())
+	defer stopGet()
+	req, _ := http.NewRequestWithContext(gctx, http.MethodGet, d.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", legacy.Session)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	getResp, err := http.DefaultClient.Do(req)
+	if err != nil || getResp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", getResp, err)
+	}
+	heard := make(chan string, 1)
+	go func() {
+		for m := range mcptest.Events(getResp) {
+			if m["method"] != nil {
+				heard <- fmt.Sprint(m["method"])
+				return
+			}
+		}
+		close(heard)
+	}()
 	if sc, isErr := c.run("ch", `await tools.fake.change()`); isErr || sc["result"] != `"changed"` {
 		t.Fatal(sc)
 	}
+	select {
+	case m := <-heard:
+		if m != "notifications/tools/list_changed" {
+			t.Errorf("the GET stream carried %q", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("no notifications/tools/list_changed on the GET stream within 20 s\n%s", d.logs())
+	}
+	stopGet()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(fmt.Sprint(c.RPC("tools/list", nil, nil)), "tools.fake.extra(") {
 		if time.Now().After(deadline) {
@@ -314,11 +395,11 @@ func TestCodeModeAsksThroughATask(t *testing.T) {
 	}
 	st := taskState(t, c, id)
 	reqs, _ := st["inputRequests"].(map[string]any)
-	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") {
+	if st["status"] != "input_required" || len(reqs) != 1 || !strings.Contains(fmt.Sprint(reqs), "wants to call fake.echo") || !strings.Contains(fmt.Sprint(reqs), "map[const:allow once title:Allow once]") {
 		t.Fatalf("the task: %v", st)
 	}
 	for key := range reqs {
-		if ack := c.Answer("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: accept("yes")}}); ack["error"] != nil {
+		if ack := c.Answer("tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: accept("allow once")}}); ack["error"] != nil {
 			t.Fatalf("tasks/update: %v", ack)
 		}
 	}

@@ -116,7 +116,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 
 // serveGetStream holds a legacy session's GET stream open with keep-alive
 // comments until the client leaves, the session ends or execd stops. execd
-// sends nothing else on it.
+// sends on it only what belongs to the session and to no request.
 func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *session) {
 	if !acceptAdmits(r.Header.Get("Accept"), "text/event-stream") {
 		writeJSONError(w, http.StatusNotAcceptable, jsonrpc.NullID, policyError("Not Acceptable: the GET stream is text/event-stream"))
@@ -127,13 +127,16 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	sw.begin(keepAliveEvery, false)
 	defer sw.end()
 	// While it is open, the stream carries what belongs to the session
-	// and to no request: its tasks' notifications.
+	// and to no request: its tasks' notifications, tools/list_changed.
+	// It is the session's before its headers leave, so that what follows
+	// them reaches it.
 	send := sw.event
 	sess.peer.stream.Store(&send)
 	defer sess.peer.stream.CompareAndSwap(&send, nil)
+	defer s.listening.add(sess.peer)()
+	sw.begin(keepAliveEvery, false)
 	select {
 	case <-r.Context().Done():
 	case <-sess.ctx.Done():

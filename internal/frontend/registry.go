@@ -330,6 +330,9 @@ type tool struct {
 	needs []string
 	tasks TaskSupport
 	run   func(ctx context.Context, c *Call, args arguments) (any, *jsonrpc.Error)
+	// describe, when set (SetDescriber), is the description for the
+	// caller's principal; def's is then the fallback nobody is shown.
+	describe func(principal string) string
 }
 
 // mirror is an argument declared with "x-mcp-header".
@@ -342,6 +345,27 @@ type toolSet struct {
 	list    []*tool
 	byName  map[string]*tool
 	encoded [3]preEncoded // by listKind; nil: encode again
+	// mine is the lists of a set with a describer (SetDescriber), by
+	// kind and principal: nil or empty, encode again.
+	mine map[principalList]preEncoded
+	// described counts the tools with a describer.
+	described int
+}
+
+// principalList names one principal's tools/list of a kind.
+type principalList struct {
+	kind      listKind
+	principal string
+}
+
+// maxPrincipalLists bounds toolSet.mine: past it, the lists are encoded
+// afresh (principals come from the tokens file, so this is a guard).
+const maxPrincipalLists = 1024
+
+// changed forgets the encoded lists. ts.mu is held.
+func (ts *toolSet) changed() {
+	ts.encoded = [3]preEncoded{}
+	ts.mine = nil
 }
 
 // listKind is which tools/list a request gets: the modern one, the legacy
@@ -374,7 +398,7 @@ func (ts *toolSet) add(t *tool) error {
 	}
 	ts.list = append(ts.list, t)
 	ts.byName[t.name] = t
-	ts.encoded = [3]preEncoded{}
+	ts.changed()
 	return nil
 }
 
@@ -421,6 +445,31 @@ func (s *Server) SetDescription(name, description string) error {
 	}
 	def["description"] = description
 	t.def = def
-	ts.encoded = [3]preEncoded{}
+	ts.changed()
+	return nil
+}
+
+// SetDescriber makes the description of the tool called name depend on
+// the caller's principal: tools/list gives each principal describe's
+// answer for it (asked once per principal until the next change of the
+// list: SetDescription or SetDescriber), and the modern list's cacheScope
+// is then "private". A nil describe gives everyone the tool's own
+// description again. It fails for an unknown name.
+func (s *Server) SetDescriber(name string, describe func(principal string) string) error {
+	ts := s.tools
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.byName[name]
+	if t == nil {
+		return fmt.Errorf("frontend: no tool %q", name)
+	}
+	switch {
+	case t.describe == nil && describe != nil:
+		ts.described++
+	case t.describe != nil && describe == nil:
+		ts.described--
+	}
+	t.describe = describe
+	ts.changed()
 	return nil
 }

@@ -31,7 +31,7 @@ func TestAddToolDerivesTheSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.toolsList(listLegacy)
+	raw, err := s.toolsList(listLegacy, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +172,64 @@ func mustObject(t *testing.T, s string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A describer gives each principal its own description of a tool, in
+// lists encoded per principal; SetDescription renews them, a nil
+// describer gives everyone the tool's own again.
+func TestSetDescriberPerPrincipal(t *testing.T) {
+	s := newTestServer(testOptions())
+	descOf := func(kind listKind, principal string) (string, string) {
+		t.Helper()
+		raw, err := s.toolsList(kind, principal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Tools []map[string]any `json:"tools"`
+			Scope string           `json:"cacheScope"`
+		}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range list.Tools {
+			if tool["name"] == "test_echo" {
+				d, _ := tool["description"].(string)
+				return d, list.Scope
+			}
+		}
+		t.Fatal("no test_echo")
+		return "", ""
+	}
+	if err := s.SetDescriber("nope", func(string) string { return "x" }); err == nil {
+		t.Error("a describer of an unknown tool was accepted")
+	}
+	version := "1"
+	if err := s.SetDescriber("test_echo", func(p string) string { return "Answers " + p + "'s text, v" + version + "." }); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"alice", "bob", "alice"} {
+		if d, _ := descOf(listLegacy, p); d != "Answers "+p+"'s text, v1." {
+			t.Errorf("%s's description: %q", p, d)
+		}
+	}
+	if d, scope := descOf(listModern, "bob"); d != "Answers bob's text, v1." || scope != "private" {
+		t.Errorf("bob's modern list: %q, cacheScope %q", d, scope)
+	}
+	version = "2"
+	if d, _ := descOf(listLegacy, "alice"); d != "Answers alice's text, v1." {
+		t.Errorf("the list was not kept until a change: %q", d)
+	}
+	if err := s.SetDescription("test_echo", "Answers its text again."); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := descOf(listLegacy, "alice"); d != "Answers alice's text, v2." {
+		t.Errorf("after SetDescription: %q", d)
+	}
+	if err := s.SetDescriber("test_echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, scope := descOf(listModern, "alice"); d != "Answers its text again." || scope != "public" {
+		t.Errorf("without a describer: %q, cacheScope %q", d, scope)
+	}
 }

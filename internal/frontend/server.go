@@ -61,6 +61,11 @@ type Options struct {
 	// batch too) and GET streams one principal may have open; one more is
 	// answered "Too Many Requests". Zero means no cap.
 	MaxStreamsPerPrincipal int
+	// ToolsListChanged: the tool list may change while serving (code
+	// mode's upstreams renew execute_code's description). Legacy
+	// initialize then declares tools.listChanged, and NotifyToolsChanged
+	// tells the legacy clients that have a stream of their own.
+	ToolsListChanged bool
 	// ReadTimeout bounds reading a POST body. Zero means no bound.
 	ReadTimeout time.Duration
 
@@ -141,7 +146,10 @@ type Server struct {
 	reqLog *zap.Logger // log, sampled: the one line per request
 	tools  *toolSet
 	feat   features
-	table  map[string]method
+	// listening are the legacy peers with a stream of their own open
+	// (NotifyToolsChanged).
+	listening listeners
+	table     map[string]method
 	// resultMeta is the modern _meta member every result carries
 	// (ResultEnvelope), encoded once.
 	resultMeta []byte
@@ -336,7 +344,7 @@ func (s *Server) serverInfo() map[string]string {
 // capabilities are what discover (era modern) and initialize (version
 // negotiated) declare.
 func (s *Server) capabilities(era Era, version string) map[string]any {
-	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{"listChanged": era == EraLegacy && s.opts.ToolsListChanged}, "logging": map[string]any{}}
 	switch {
 	case era == EraModern && s.modernTasks():
 		caps["extensions"] = map[string]any{extTasks: map[string]any{}}

@@ -57,6 +57,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	p := &stdioProc{w: bufio.NewWriter(w), log: s.log, peer: newPeer("p:" + strconv.FormatInt(s.procs.Add(1), 10))}
 	write := p.write
 	p.peer.stream.Store(&write)
+	defer s.listening.add(p.peer)()
 	ctx, cancelAll := context.WithCancelCause(ctx)
 	defer cancelAll(nil)
 	o := &stdioOrigin{source: source{transport: "stdio", principal: LocalPrincipal, closed: ctx}, proc: p}

@@ -23,7 +23,7 @@ func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	case c.version == VersionLatest && s.hasTasks():
 		kind = listLegacyTasks
 	}
-	res, err := s.toolsList(kind)
+	res, err := s.toolsList(kind, c.principal)
 	if err != nil {
 		s.log.Error("encode tools/list", zap.Error(err))
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "Internal error: cannot encode the tool list")
@@ -31,34 +31,51 @@ func (s *Server) listTools(_ context.Context, c *Call) (any, *jsonrpc.Error) {
 	return res, nil
 }
 
-// toolsList is tools/list's result of kind, encoded once per change of
-// the list.
-func (s *Server) toolsList(kind listKind) (preEncoded, error) {
+// toolsList is tools/list's result of kind for principal, encoded once
+// per change of the list (per principal when a tool's description
+// depends on it: SetDescriber).
+func (s *Server) toolsList(kind listKind, principal string) (preEncoded, error) {
 	ts := s.tools
+	key := principalList{kind, principal}
 	ts.mu.RLock()
-	enc := ts.encoded[kind]
+	enc, mine := ts.encoded[kind], ts.described > 0
+	if mine {
+		enc = ts.mine[key]
+	}
 	ts.mu.RUnlock()
 	if enc != nil {
 		return enc, nil
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if enc := ts.encoded[kind]; enc != nil {
+	mine = ts.described > 0
+	if enc := ts.encoded[kind]; enc != nil && !mine {
+		return enc, nil
+	}
+	if enc := ts.mine[key]; enc != nil && mine {
 		return enc, nil
 	}
 	defs := make([]map[string]any, len(ts.list))
 	for i, t := range ts.list {
 		defs[i] = t.def
+		if t.describe == nil && (kind != listLegacyTasks || t.tasks == TaskNever) {
+			continue
+		}
+		d := make(map[string]any, len(t.def)+1)
+		for k, v := range t.def {
+			d[k] = v
+		}
+		if t.describe != nil {
+			if desc := t.describe(principal); desc != "" {
+				d["description"] = desc
+			}
+		}
 		if kind == listLegacyTasks && t.tasks != TaskNever {
 			// execution.taskSupport (schema 2025-11-25 Tool); the modern
 			// era has no such field: the server decides.
-			d := make(map[string]any, len(t.def)+1)
-			for k, v := range t.def {
-				d[k] = v
-			}
 			d["execution"] = map[string]any{"taskSupport": t.tasks.String()}
-			defs[i] = d
 		}
+		defs[i] = d
 	}
 	era := EraLegacy
 	if kind == listModern {
@@ -68,13 +85,23 @@ func (s *Server) toolsList(kind listKind) (preEncoded, error) {
 	if era == EraModern {
 		res["ttlMs"] = 300000
 		res["cacheScope"] = "public"
+		if mine {
+			res["cacheScope"] = "private" // this principal's
+		}
 	}
 	b, err := s.shapeResult(era, res)
 	if err != nil {
 		return nil, err
 	}
-	ts.encoded[kind] = preEncoded(b)
-	return ts.encoded[kind], nil
+	if !mine {
+		ts.encoded[kind] = preEncoded(b)
+		return ts.encoded[kind], nil
+	}
+	if ts.mine == nil || len(ts.mine) >= maxPrincipalLists {
+		ts.mine = make(map[principalList]preEncoded)
+	}
+	ts.mine[key] = preEncoded(b)
+	return ts.mine[key], nil
 }
 
 // preEncoded is a result encoded in advance for its era.

@@ -34,6 +34,7 @@ type Client struct {
 	URL     string       // the endpoint, ".../mcp"
 	Session string       // Mcp-Session-Id; "" in the modern era
 	Version string       // the legacy version Initialize negotiated, sent as MCP-Protocol-Version
+	Offer   string       // the version Handshake offers; LegacyVersion when ""
 	Token   string       // a bearer token; "" for none
 	Legacy  bool         // the legacy era even without a session
 	HTTP    *http.Client // nil: http.DefaultClient
@@ -156,12 +157,16 @@ func (c *Client) Call(ctx context.Context, id any, method string, params map[str
 }
 
 // Handshake starts a legacy session declaring the client capabilities caps
-// (a JSON object): initialize with LegacyVersion, then
+// (a JSON object): initialize with Offer (LegacyVersion), then
 // notifications/initialized. It keeps the session id and the negotiated
 // version.
 func (c *Client) Handshake(ctx context.Context, caps string) error {
 	c.Legacy = true
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + LegacyVersion +
+	offer := c.Offer
+	if offer == "" {
+		offer = LegacyVersion
+	}
+	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + offer +
 		`","capabilities":` + caps + `,"clientInfo":{"name":"execd-mcptest","version":"1"}}}`
 	resp, err := c.Send(ctx, []byte(body), nil)
 	if err != nil {

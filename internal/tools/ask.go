@@ -31,8 +31,9 @@ import (
 const execOwner = "execute_code"
 
 // elicitInput is the elicitation of one input(): a form of one string,
-// value, titled by the prompt.
-func elicitInput(c *frontend.Call, prompt string) frontend.Input {
+// value, titled by the prompt. With choices (a tool call's approval,
+// workspace.Choices) value is one of them, titled (choiceSchema).
+func elicitInput(c *frontend.Call, prompt string, choices []string) frontend.Input {
 	msg := strings.TrimSpace(prompt)
 	title := msg
 	if msg == "" {
@@ -41,18 +42,47 @@ func elicitInput(c *frontend.Call, prompt string) frontend.Input {
 	if len(title) > 200 {
 		title = title[:200] + "…"
 	}
+	value := map[string]any{"type": "string", "title": title}
+	latest := c.Era() == frontend.EraModern || c.Version() == frontend.VersionLatest
+	if len(choices) > 0 {
+		value = choiceSchema(choices, latest)
+	}
 	params := map[string]any{
 		"message": msg,
 		"requestedSchema": map[string]any{
 			"type":       "object",
-			"properties": map[string]any{"value": map[string]any{"type": "string", "title": title}},
+			"properties": map[string]any{"value": value},
 			"required":   []string{"value"},
 		},
 	}
-	if c.Era() == frontend.EraModern || c.Version() == frontend.VersionLatest {
+	if latest {
 		params["mode"] = "form" // 2025-11-25 and later name the mode
 	}
 	return frontend.Input{Key: "input", Method: "elicitation/create", Params: params}
+}
+
+// choiceSchema is a single-select string of choices, each titled by
+// itself capitalised, in the shape of the version's schema: from
+// 2025-11-25 a titled single-select (oneOf of const and title, SEP-1330;
+// no enum beside it, or a client such as the TypeScript SDK reads it as
+// the untitled enum and drops the titles), before (2025-06-18, the first
+// version with elicitation) an enum with enumNames.
+func choiceSchema(choices []string, latest bool) map[string]any {
+	titles := make([]string, len(choices))
+	for i, ch := range choices {
+		titles[i] = strings.ToUpper(ch[:1]) + ch[1:]
+	}
+	s := map[string]any{"type": "string", "title": "Answer"}
+	if latest {
+		one := make([]map[string]any, len(choices))
+		for i, ch := range choices {
+			one[i] = map[string]any{"const": ch, "title": titles[i]}
+		}
+		s["oneOf"] = one
+	} else {
+		s["enum"], s["enumNames"] = choices, titles
+	}
+	return s
 }
 
 // inputAnswer is what an ElicitResult gives the code: the accepted value,
@@ -82,7 +112,7 @@ func (in streamInput) Input(ctx context.Context, prompt string) workspace.InputA
 	}
 	tctx, cancel := context.WithTimeout(ctx, in.t.srv.InputTimeout())
 	defer cancel()
-	got, ok, _, jerr := c.Gather(tctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, prompt)}, nil)
+	got, ok, _, jerr := c.Gather(tctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, prompt, workspace.Choices(ctx))}, nil)
 	switch {
 	case ok:
 		return inputAnswer(got["input"])
@@ -108,7 +138,7 @@ type taskInput struct {
 func (in taskInput) Input(ctx context.Context, prompt string) workspace.InputAnswer {
 	tctx, cancel := context.WithTimeout(ctx, in.t.srv.InputTimeout())
 	defer cancel()
-	got, err := in.c.TaskInput(tctx, []frontend.Input{elicitInput(in.c, prompt)})
+	got, err := in.c.TaskInput(tctx, []frontend.Input{elicitInput(in.c, prompt, workspace.Choices(ctx))})
 	switch {
 	case err == nil:
 		return inputAnswer(got["input"])
@@ -158,14 +188,15 @@ type runEvent struct {
 }
 
 type runAsk struct {
-	prompt string
-	answer chan workspace.InputAnswer // buffered: the answer never waits
+	prompt  string
+	choices []string                   // workspace.Choices of the question, nil for input()
+	answer  chan workspace.InputAnswer // buffered: the answer never waits
 }
 
 // Input hands the question to whoever follows the run and waits for the
 // answer, or for the run to be stopped.
 func (r *liveRun) Input(ctx context.Context, prompt string) workspace.InputAnswer {
-	a := &runAsk{prompt: prompt, answer: make(chan workspace.InputAnswer, 1)}
+	a := &runAsk{prompt: prompt, choices: workspace.Choices(ctx), answer: make(chan workspace.InputAnswer, 1)}
 	select {
 	case r.events <- runEvent{ask: a}:
 	case <-ctx.Done():
@@ -276,7 +307,7 @@ func (t *tools) park(ctx context.Context, c *frontend.Call, r *liveRun, ask *run
 	r.ask = ask
 	t.paused.put(r, t.srv.InputTimeout(), t.expire)
 	c.Tag("workspace", r.workspace)
-	_, _, res, jerr := c.Gather(ctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, ask.prompt)}, r.state())
+	_, _, res, jerr := c.Gather(ctx, execOwner, frontend.Retry{}, []frontend.Input{elicitInput(c, ask.prompt, ask.choices)}, r.state())
 	return res, jerr
 }
 
@@ -299,7 +330,7 @@ func (t *tools) resume(ctx context.Context, c *frontend.Call, a execCall, rt fro
 	if r == nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the run this requestState belongs to no longer waits for input (it was answered already, nobody answered within protocol.input_timeout, or execd restarted); call again without requestState")
 	}
-	got, ok, res, jerr := c.Gather(ctx, execOwner, rt, []frontend.Input{elicitInput(c, r.ask.prompt)}, r.state())
+	got, ok, res, jerr := c.Gather(ctx, execOwner, rt, []frontend.Input{elicitInput(c, r.ask.prompt, r.ask.choices)}, r.state())
 	if !ok {
 		t.paused.putBack(r, t.expire)
 		return res, jerr

@@ -18,14 +18,15 @@ import (
 // count of calls against max_calls_per_run); the result lists the calls.
 
 // everyPrincipal asks Hub.Signatures for the upstreams open to every
-// principal (no principals key): execute_code's description is one for
-// all callers, so it names only those; tools.list() lists the rest to the
-// principals that may use them. No principal is called "".
+// principal (no principals key): execute_code's own description, which
+// tools/list gives each caller in place of the one for its principal
+// (describeFor) only when no upstream names principals. No principal is
+// called "".
 const everyPrincipal = ""
 
 // codeModeDescription is what execute_code's description says of the
-// upstream tools; "" without upstreams.
-func (t *tools) codeModeDescription() string {
+// upstream tools principal may use; "" without upstreams.
+func (t *tools) codeModeDescription(principal string) string {
 	h := t.opts.Upstreams
 	if h == nil || len(h.Names()) == 0 {
 		return ""
@@ -38,10 +39,10 @@ func (t *tools) codeModeDescription() string {
 		case "javascript":
 			parts = append(parts, "JavaScript: `await tools.<server>.<tool>({...})` returns the tool's structured content, else its text (parsed when JSON); "+
 				"a failure throws ToolError (e.code says why); `tools.list()` lists every tool you may call with its inputSchema and access (\"ask\" tools need the user's approval). Signatures:\n"+
-				h.Signatures(everyPrincipal, "javascript", budget))
+				h.Signatures(principal, "javascript", budget))
 		case "python":
 			parts = append(parts, "Python: `from execd import tools`; `tools.<server>.<tool>(**args)`, failures raise execd.ToolError; `tools.list()`; `help(tools.<server>.<tool>)` describes one. Signatures:\n"+
-				h.Signatures(everyPrincipal, "python", budget))
+				h.Signatures(principal, "python", budget))
 		}
 	}
 	if len(parts) == 0 {
@@ -51,13 +52,33 @@ func (t *tools) codeModeDescription() string {
 		strings.Join(parts, "\n")
 }
 
+// describeFor makes execute_code's description on srv name the upstream
+// tools of the caller's principal, when some upstream is open to some
+// principals only; otherwise the one description serves all.
+func (t *tools) describeFor() error {
+	h := t.opts.Upstreams
+	if h == nil || !h.Restricted() {
+		return nil
+	}
+	return t.srv.SetDescriber("execute_code", t.executeCodeDescription)
+}
+
 // UpstreamToolsChanged renews execute_code's description on srv, for
 // upstream.Options.OnToolsChanged: the tools/list answers that follow
-// name the upstreams' tools as they are now (a modern client re-lists
-// within the list's ttlMs). opts are Register's.
+// name the upstreams' tools as they are now, legacy clients with a
+// stream of their own are sent notifications/tools/list_changed (with
+// frontend.Options.ToolsListChanged), and a modern client re-lists
+// within the list's ttlMs. opts are Register's.
 func UpstreamToolsChanged(srv *frontend.Server, opts Options) error {
 	t := &tools{opts: opts.withDefaults(), srv: srv}
-	return srv.SetDescription("execute_code", t.executeCodeDescription())
+	if err := srv.SetDescription("execute_code", t.executeCodeDescription(everyPrincipal)); err != nil {
+		return err
+	}
+	if err := t.describeFor(); err != nil {
+		return err
+	}
+	srv.NotifyToolsChanged()
+	return nil
 }
 
 // runTools is the run's use of the upstreams, nil without any. A call of
@@ -75,9 +96,18 @@ func (t *tools) runTools(principal, ws string) workspace.Tools {
 // maxApprovalArgs bounds the arguments an approval's question shows.
 const maxApprovalArgs = 2000
 
+// The choices of an approval's question, the values of its enum.
+const (
+	choiceOnce = "allow once"
+	choiceRun  = "allow for the rest of this run"
+	choiceDeny = "deny"
+)
+
 // approve asks the person whether the code may call a tool of ask, in
-// the words of input(): the answer "yes" allows this call, "always" the
-// run's later calls of the tool too, anything else declines.
+// the words of input() with the choices allow once (this call), allow
+// for the rest of this run (the run's later calls of the tool too) and
+// deny. A free-text answer (a client that shows no choices) is read as
+// yes / always / anything else declines.
 func approve(ctx context.Context, ws string, a upstream.Approval) (upstream.Decision, error) {
 	args := cut(string(a.Arguments), maxApprovalArgs)
 	where := "this workspace"
@@ -88,15 +118,14 @@ func approve(ctx context.Context, ws string, a upstream.Approval) (upstream.Deci
 	if a.Description != "" {
 		what = " (" + firstDescLine(a.Description, 200) + ")"
 	}
-	prompt := fmt.Sprintf("Code in %s wants to call %s.%s%s with %s. Allow? Answer yes (this call), always (every call of it for the rest of this run) or no.",
-		where, a.Upstream, a.Tool, what, args)
-	ans := workspace.AskPerson(ctx, prompt)
+	prompt := fmt.Sprintf("Code in %s wants to call %s.%s%s with %s. Allow?", where, a.Upstream, a.Tool, what, args)
+	ans := workspace.AskPerson(ctx, prompt, choiceOnce, choiceRun, choiceDeny)
 	switch ans.Status {
 	case workspace.InputOK:
 		switch strings.ToLower(strings.TrimSpace(ans.Text)) {
-		case "yes", "y", "once", "allow", "allow once":
+		case choiceOnce, "yes", "y", "once", "allow":
 			return upstream.AllowOnce, nil
-		case "always", "a", "run", "allow for the rest of this run":
+		case choiceRun, "always", "a", "run":
 			return upstream.AllowForRun, nil
 		}
 		return upstream.Deny, nil

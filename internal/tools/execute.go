@@ -32,8 +32,8 @@ type execArgs struct {
 // tool declares a schema. The text block is always the result's JSON.
 func (t *tools) addExecuteCode() error {
 	langs := t.opts.Languages
-	desc := t.executeCodeDescription()
-	return frontend.AddTool(t.srv, frontend.Tool[execArgs]{
+	desc := t.executeCodeDescription(everyPrincipal)
+	err := frontend.AddTool(t.srv, frontend.Tool[execArgs]{
 		Name:        "execute_code",
 		Title:       "Execute code",
 		Description: desc,
@@ -45,11 +45,16 @@ func (t *tools) addExecuteCode() error {
 			return execFailure(deref(in.Workspace), "%s", msg)
 		},
 	})
+	if err != nil {
+		return err
+	}
+	return t.describeFor()
 }
 
 // executeCodeDescription is execute_code's description: the sandbox, the
-// network and code mode's tools as the operator configured them.
-func (t *tools) executeCodeDescription() string {
+// network and code mode's tools as the operator configured them, those
+// principal may use.
+func (t *tools) executeCodeDescription(principal string) string {
 	langs := t.opts.Languages
 	network := "No network access;"
 	if t.opts.Network {
@@ -61,7 +66,7 @@ func (t *tools) executeCodeDescription() string {
 		"Every result names its workspace; pass that id back as `workspace` to continue in the same state (omit it to start a fresh one, or choose a name such as \"analysis\"). " +
 		"The result is JSON: status (ok, error, timeout, interrupted, oom, or reset when earlier state was lost; reset_reason says why), stdout, stderr, result, error, notice. " +
 		"Report long work with progress(done, total, message); attach an image (PNG, JPEG, GIF, WebP: a path or bytes) with show(x) (Python: from execd import show); " +
-		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace." + t.codeModeDescription()
+		"input(prompt) (JavaScript: prompt(message)) asks the user. " + network + " files live under /workspace." + t.codeModeDescription(principal)
 	return desc
 }
 

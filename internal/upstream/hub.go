@@ -143,6 +143,18 @@ func (h *Hub) Names() []string {
 	return out
 }
 
+// Restricted reports whether some upstream is open to some principals
+// only (its principals key): what a principal may use then depends on
+// who it is.
+func (h *Hub) Restricted() bool {
+	for _, s := range h.servers {
+		if s.principals != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // visible is the server called name if principal may use it.
 func (h *Hub) visible(principal, name string) *server {
 	s := h.byName[name]

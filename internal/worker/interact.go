@@ -177,7 +177,7 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	if b, ok := mod.Memory().Read(promptPtr, min(promptLen, maxPrompt)); ok {
 		prompt = string(b)
 	}
-	ans := st.askPerson(prompt)
+	ans := st.askPerson(prompt, nil)
 	if st.stopCtx.Err() != nil || st.interrupt.Load() {
 		return inputStopped
 	}
@@ -206,13 +206,18 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 
 // askPerson asks the person through the run's Input, one question at a time
 // (the code's input() and its tool calls' approvals may ask at once); the
-// run's timer stops meanwhile.
-func (st *runState) askPerson(prompt string) InputAnswer {
+// run's timer stops meanwhile. choices, when not nil, are what the person
+// picks from (Choices).
+func (st *runState) askPerson(prompt string, choices []string) InputAnswer {
 	st.askMu.Lock()
 	defer st.askMu.Unlock()
 	st.timer.pause()
 	start := time.Now()
-	ans := st.input.Input(st.stopCtx, prompt)
+	ctx := st.stopCtx
+	if len(choices) > 0 {
+		ctx = context.WithValue(ctx, choicesKey{}, choices)
+	}
+	ans := st.input.Input(ctx, prompt)
 	st.waited += time.Since(start)
 	st.timer.resume()
 	return ans

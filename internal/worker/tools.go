@@ -231,8 +231,10 @@ type askKey struct{}
 // question at a time, the run's timer stopped meanwhile. ctx is the one
 // Tools.Call was given (an upstream.Approver's); outside a tool call, or
 // in a run without Input, nobody can be asked (InputNoClient). A stop of
-// the run ends the wait.
-func AskPerson(ctx context.Context, prompt string) InputAnswer {
+// the run ends the wait. choices, if any, are the answers the person
+// picks from (the Input sees them through Choices of its ctx); the answer
+// is one of them unless the client answers something else.
+func AskPerson(ctx context.Context, prompt string, choices ...string) InputAnswer {
 	st, _ := ctx.Value(askKey{}).(*runState)
 	if st == nil || st.input == nil || st.finished.Load() {
 		return InputAnswer{Status: InputNoClient}
@@ -240,5 +242,15 @@ func AskPerson(ctx context.Context, prompt string) InputAnswer {
 	if len(prompt) > maxPrompt {
 		prompt = prompt[:maxPrompt]
 	}
-	return st.askPerson(prompt)
+	return st.askPerson(prompt, choices)
+}
+
+// choicesKey carries AskPerson's choices to the run's Input.
+type choicesKey struct{}
+
+// Choices is what the person is asked to pick from, for an InputSource
+// given ctx: nil for the code's input() (a free-text answer).
+func Choices(ctx context.Context) []string {
+	c, _ := ctx.Value(choicesKey{}).([]string)
+	return c
 }

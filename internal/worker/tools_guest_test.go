@@ -321,3 +321,45 @@ func TestToolFailuresInTheGuests(t *testing.T) {
 		}
 	}
 }
+
+// choiceInput answers every question with its choices' first, or "typed"
+// when it has none, and records what each was offered.
+type choiceInput struct {
+	mu      sync.Mutex
+	offered [][]string
+}
+
+func (c *choiceInput) Input(ctx context.Context, prompt string) InputAnswer {
+	ch := Choices(ctx)
+	c.mu.Lock()
+	c.offered = append(c.offered, ch)
+	c.mu.Unlock()
+	if len(ch) > 0 {
+		return InputAnswer{Status: InputOK, Text: ch[0]}
+	}
+	return InputAnswer{Status: InputOK, Text: "typed"}
+}
+
+// A tool call's question offers its choices to the run's Input
+// (AskPerson); the code's own input() offers none, so code cannot dress
+// its question up as an approval.
+func TestAskPersonOffersChoices(t *testing.T) {
+	h := toolsHub(t, func(u *config.Upstream) { u.Ask = []string{"echo"} })
+	w := newLangWorker(t, "javascript")
+	in := &choiceInput{}
+	approve := func(ctx context.Context, a upstream.Approval) (upstream.Decision, error) {
+		ans := AskPerson(ctx, "May it?", "allow once", "deny")
+		if ans.Status == InputOK && ans.Text == "allow once" {
+			return upstream.AllowOnce, nil
+		}
+		return upstream.Deny, nil
+	}
+	code := `const n = prompt("name?"); [n, await tools.fake.echo({text: "x"})]`
+	r := w.Run(context.Background(), code, RunOptions{Tools: h.NewRun("local", approve), Input: in, Timeout: 30 * time.Second})
+	if r.Status != StatusOK || r.Value == nil || *r.Value != `["typed", "x"]` {
+		t.Fatalf("%s; stderr %.500s", describe(r), r.Stderr)
+	}
+	if len(in.offered) != 2 || in.offered[0] != nil || strings.Join(in.offered[1], "|") != "allow once|deny" {
+		t.Errorf("offered %q; want none to input(), then the approval's choices", in.offered)
+	}
+}

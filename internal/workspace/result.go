@@ -85,6 +85,11 @@ const (
 	InputTimedOut
 )
 
+// Choices is what the person is asked to pick from, for an InputSource
+// given ctx by a run: nil for the code's input() (a free-text answer),
+// AskPerson's choices for a question of a tool call.
+func Choices(ctx context.Context) []string { return worker.Choices(ctx) }
+
 // workerInput answers the worker's input() through the caller's source.
 type workerInput struct{ in InputSource }
 
@@ -187,8 +192,8 @@ type Tools = worker.Tools
 // Request.Input, as the code's input() does: one question at a time, the
 // run's timeout stopped meanwhile, its run slot given back. Without
 // Input, InputNoClient.
-func AskPerson(ctx context.Context, prompt string) InputAnswer {
-	a := worker.AskPerson(ctx, prompt)
+func AskPerson(ctx context.Context, prompt string, choices ...string) InputAnswer {
+	a := worker.AskPerson(ctx, prompt, choices...)
 	var st InputStatus
 	switch a.Status {
 	case worker.InputOK:

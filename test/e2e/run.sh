@@ -10,7 +10,8 @@
 # 3. starts each on a free 127.0.0.1 port and waits for /healthz;
 # 4. runs the TypeScript SDK client over HTTP and over stdio (bin/execd -stdio), internal/upstream's
 #    tests against server-everything (code mode's client, over stdio and streamable HTTP) and the
-#    worker's (called by both guests), the
+#    worker's (called by both guests), code mode's approvals answered by the SDK client's
+#    elicitation handler (sdk_approval.mjs, a server with an ask upstream), the
 #    Inspector CLI in the legacy, auto and modern eras, long runs as tasks through the Inspector's
 #    mcpdo in the legacy and modern eras (inspector_tasks.mjs, a server with task_after = 1s),
 #    wire checks (wire_checks.mjs) for rules no client exercises, Claude Code, Codex CLI and the
@@ -226,6 +227,14 @@ if want upstream; then
   step upstream timeout --kill-after=10 300 env -C "$root" go test -count=1 -v -run 'TestEverything' ./internal/upstream/
   echo "== code mode from the guests: server-everything called by JavaScript and Python, stdio and HTTP"
   step upstream-guests timeout --kill-after=10 300 env -C "$root" go test -count=1 -v -run 'TestToolsWithServerEverything' ./internal/worker/
+  echo "== code mode's approvals through the TypeScript SDK client's elicitation handler (legacy era)"
+  if (cd "$root" && go build -o "$out/fakeupstream" ./internal/upstream/testdata/fakeupstream) >"$out/fakeupstream-build.log" 2>&1 &&
+      start_server execd-upstream "$root/bin/execd" "$(printf '[[upstream]]\nname = "fake"\ncommand = ["%s"]\nallow = ["*"]\nask = ["echo"]\n' "$out/fakeupstream")"; then
+    step sdk-approval timeout --kill-after=10 300 "$E2E_NODE" "$here/sdk_approval.mjs" "$URL"
+    stop_server execd-upstream "${pids[-1]}"
+  else
+    record start-execd-upstream 1
+  fi
 fi
 if want wire; then
   echo "== wire checks over stdio (era pinning, modern cancel)"
