@@ -3,11 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,38 +11,13 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"execd/internal/config"
+	"execd/internal/upstream/upstreamtest"
 )
-
-// The fake upstream (testdata/fakeupstream) is built once per test binary.
-var fake struct {
-	once sync.Once
-	bin  string
-	err  error
-	out  []byte
-}
-
-func fakeBin(t testing.TB) string {
-	t.Helper()
-	fake.once.Do(func() {
-		dir, err := os.MkdirTemp("", "execd-fakeupstream")
-		if err != nil {
-			fake.err = err
-			return
-		}
-		fake.bin = filepath.Join(dir, "fakeupstream")
-		cmd := exec.Command("go", "build", "-o", fake.bin, "./testdata/fakeupstream")
-		fake.out, fake.err = cmd.CombinedOutput()
-	})
-	if fake.err != nil {
-		t.Fatalf("building the fake upstream: %v\n%s", fake.err, fake.out)
-	}
-	return fake.bin
-}
 
 // fakeUpstream is an [[upstream]] running the fake, with the defaults
 // filled in as config.Parse fills them.
 func fakeUpstream(t testing.TB, name string, edit func(*config.Upstream)) config.Upstream {
-	u := config.Upstream{Name: name, Command: []string{fakeBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
+	u := config.Upstream{Name: name, Command: []string{upstreamtest.FakeBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
 		MaxCallsPerRun: config.DefaultUpstreamMaxCallsPerRun,
 		CallTimeout:    config.Duration{Duration: 10 * time.Second}, ConnectTimeout: config.Duration{Duration: 10 * time.Second}}
 	if edit != nil {

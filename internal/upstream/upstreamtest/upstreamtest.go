@@ -1,10 +1,14 @@
 // Package upstreamtest is test support for the tests of internal/upstream
-// and of the packages that use a Hub: it locates and starts the reference
-// server @modelcontextprotocol/server-everything. Only tests import it.
+// and of the packages that use a Hub: it builds the fake upstream
+// (internal/upstream/testdata/fakeupstream), gives a plain go-sdk client
+// of it for benchmark floors, and locates and starts the reference server
+// @modelcontextprotocol/server-everything. Only tests import it.
 package upstreamtest
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,9 +16,74 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// The fake upstream is built once per test binary.
+var fake struct {
+	once sync.Once
+	bin  string
+	err  error
+	out  []byte
+}
+
+// FakeBin returns the path of the fake upstream's binary, building it
+// on the first call.
+func FakeBin(t testing.TB) string {
+	t.Helper()
+	fake.once.Do(func() {
+		dir, err := os.MkdirTemp("", "execd-fakeupstream")
+		if err != nil {
+			fake.err = err
+			return
+		}
+		fake.bin = filepath.Join(dir, "fakeupstream")
+		cmd := exec.Command("go", "build", "-o", fake.bin, "execd/internal/upstream/testdata/fakeupstream")
+		fake.out, fake.err = cmd.CombinedOutput()
+	})
+	if fake.err != nil {
+		t.Fatalf("building the fake upstream: %v\n%s", fake.err, fake.out)
+	}
+	return fake.bin
+}
+
+// EchoFloor is a plain go-sdk client of a fake upstream of its own, over
+// mcp.CommandTransport: the floor that benchmarks of calls through a Hub
+// compare with.
+type EchoFloor struct {
+	cs *mcp.ClientSession
+}
+
+// NewEchoFloor starts a fake upstream and connects the client; the
+// session is closed when the test ends.
+func NewEchoFloor(t testing.TB) *EchoFloor {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(FakeBin(t))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return &EchoFloor{cs: cs}
+}
+
+// Echo makes n sequential calls of echo {"text":"hi"} and returns how
+// long they took.
+func (f *EchoFloor) Echo(t testing.TB, n int) time.Duration {
+	t.Helper()
+	a := json.RawMessage(`{"text":"hi"}`)
+	start := time.Now()
+	for j := 0; j < n; j++ {
+		if _, err := f.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
 
 // Everything locates Node 22 and @modelcontextprotocol/server-everything
 // and returns the node binary and the server's dist/index.js, or skips
