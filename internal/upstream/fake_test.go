@@ -50,27 +50,14 @@ func args(t testing.TB, v any) json.RawMessage {
 	return b
 }
 
-// received is what the fake says it got: the tools/call ids and names,
-// and the params of each notifications/cancelled; with waitCancel it
-// first waits for a cancel to arrive.
-type received struct {
-	Calls []struct {
-		ID   json.RawMessage `json:"id"`
-		Name string          `json:"name"`
-	} `json:"calls"`
-	Cancels []struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	} `json:"cancels"`
-}
-
-func fakeReceived(t *testing.T, run *Run, server string, waitCancel bool) received {
+// fakeReceived is what the fake says it got (upstreamtest.Received).
+func fakeReceived(t *testing.T, run *Run, server string, waitCancel bool) upstreamtest.Received {
 	t.Helper()
 	res, err := run.Call(context.Background(), server, "received", args(t, map[string]any{"waitCancel": waitCancel}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r received
+	var r upstreamtest.Received
 	if err := json.Unmarshal(res.StructuredContent, &r); err != nil {
 		t.Fatal(err)
 	}

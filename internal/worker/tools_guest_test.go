@@ -209,15 +209,7 @@ func TestToolCallCancelledUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec struct {
-				Calls []struct {
-					ID   json.RawMessage `json:"id"`
-					Name string          `json:"name"`
-				} `json:"calls"`
-				Cancels []struct {
-					RequestID json.RawMessage `json:"requestId"`
-				} `json:"cancels"`
-			}
+			var rec upstreamtest.Received
 			if err := json.Unmarshal(res.StructuredContent, &rec); err != nil {
 				t.Fatal(err)
 			}

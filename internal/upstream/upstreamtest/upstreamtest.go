@@ -51,6 +51,21 @@ func FakeBin(t testing.TB) string {
 	return fake.bin
 }
 
+// Received is what the fake upstream's tool "received" reports it got:
+// the tools/call ids and names, and the params of each
+// notifications/cancelled; with {"waitCancel": true} it first waits for a
+// cancel to arrive.
+type Received struct {
+	Calls []struct {
+		ID   json.RawMessage `json:"id"`
+		Name string          `json:"name"`
+	} `json:"calls"`
+	Cancels []struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason"`
+	} `json:"cancels"`
+}
+
 // EchoFloor is a plain go-sdk client of a fake upstream of its own, over
 // mcp.CommandTransport: the floor that benchmarks of calls through a Hub
 // compare with.
