@@ -1,10 +1,6 @@
 package packages
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -23,6 +19,7 @@ import (
 	"time"
 
 	"execd/internal/config"
+	"execd/internal/packages/packagestest"
 )
 
 // testConfig is the default [packages] with small limits, pointing at
@@ -97,30 +94,14 @@ type tarEntry struct {
 	typ              byte
 }
 
+// buildTgz is packagestest.Tarball of entries.
 func buildTgz(t *testing.T, entries ...tarEntry) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		typ := e.typ
-		if typ == 0 {
-			typ = tar.TypeReg
-		}
-		h := &tar.Header{Name: e.name, Typeflag: typ, Mode: 0o644, Size: int64(len(e.body)), Linkname: e.link, Format: tar.FormatPAX}
-		if typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if typ == tar.TypeReg {
-			tw.Write([]byte(e.body))
-		}
+	es := make([]packagestest.Entry, len(entries))
+	for i, e := range entries {
+		es[i] = packagestest.Entry{Name: e.name, Body: e.body, Link: e.link, Type: e.typ}
 	}
-	tw.Close()
-	zw.Close()
-	return buf.Bytes()
+	return packagestest.Tarball(t, es...)
 }
 
 func sri512(b []byte) string {
@@ -285,19 +266,7 @@ func (w testWheel) build(t *testing.T) []byte {
 	record.WriteString(dist + ".dist-info/RECORD,,\n")
 	files[dist+".dist-info/RECORD"] = record.String()
 	names = append(names, dist+".dist-info/RECORD")
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, n := range names {
-		fw, err := zw.Create(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fw.Write([]byte(files[n]))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return packagestest.Zip(t, names, files)
 }
 
 // indexFileEntry is one file a fake index lists.

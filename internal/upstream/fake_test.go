@@ -3,11 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,38 +11,13 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"execd/internal/config"
+	"execd/internal/upstream/upstreamtest"
 )
-
-// The fake upstream (testdata/fakeupstream) is built once per test binary.
-var fake struct {
-	once sync.Once
-	bin  string
-	err  error
-	out  []byte
-}
-
-func fakeBin(t testing.TB) string {
-	t.Helper()
-	fake.once.Do(func() {
-		dir, err := os.MkdirTemp("", "execd-fakeupstream")
-		if err != nil {
-			fake.err = err
-			return
-		}
-		fake.bin = filepath.Join(dir, "fakeupstream")
-		cmd := exec.Command("go", "build", "-o", fake.bin, "./testdata/fakeupstream")
-		fake.out, fake.err = cmd.CombinedOutput()
-	})
-	if fake.err != nil {
-		t.Fatalf("building the fake upstream: %v\n%s", fake.err, fake.out)
-	}
-	return fake.bin
-}
 
 // fakeUpstream is an [[upstream]] running the fake, with the defaults
 // filled in as config.Parse fills them.
 func fakeUpstream(t testing.TB, name string, edit func(*config.Upstream)) config.Upstream {
-	u := config.Upstream{Name: name, Command: []string{fakeBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
+	u := config.Upstream{Name: name, Command: []string{upstreamtest.FakeBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
 		MaxCallsPerRun: config.DefaultUpstreamMaxCallsPerRun,
 		CallTimeout:    config.Duration{Duration: 10 * time.Second}, ConnectTimeout: config.Duration{Duration: 10 * time.Second}}
 	if edit != nil {
@@ -79,27 +50,14 @@ func args(t testing.TB, v any) json.RawMessage {
 	return b
 }
 
-// received is what the fake says it got: the tools/call ids and names,
-// and the params of each notifications/cancelled; with waitCancel it
-// first waits for a cancel to arrive.
-type received struct {
-	Calls []struct {
-		ID   json.RawMessage `json:"id"`
-		Name string          `json:"name"`
-	} `json:"calls"`
-	Cancels []struct {
-		RequestID json.RawMessage `json:"requestId"`
-		Reason    string          `json:"reason"`
-	} `json:"cancels"`
-}
-
-func fakeReceived(t *testing.T, run *Run, server string, waitCancel bool) received {
+// fakeReceived is what the fake says it got (upstreamtest.Received).
+func fakeReceived(t *testing.T, run *Run, server string, waitCancel bool) upstreamtest.Received {
 	t.Helper()
 	res, err := run.Call(context.Background(), server, "received", args(t, map[string]any{"waitCancel": waitCancel}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r received
+	var r upstreamtest.Received
 	if err := json.Unmarshal(res.StructuredContent, &r); err != nil {
 		t.Fatal(err)
 	}

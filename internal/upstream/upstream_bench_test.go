@@ -3,14 +3,13 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"execd/internal/config"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // BenchmarkCalls: 1,000 sequential calls of the fake's echo through the
@@ -22,16 +21,10 @@ import (
 //	go test -run '^$' -bench BenchmarkCalls -benchtime 5x ./internal/upstream/
 func BenchmarkCalls(b *testing.B) {
 	const calls = 1000
-	bin := fakeBin(b)
 	ctx := context.Background()
 	a := json.RawMessage(`{"text":"hi"}`)
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	fl := upstreamtest.NewEchoFloor(b)
 	h := newHub(b, Options{Log: zap.NewNop()}, fakeUpstream(b, "fake", func(u *config.Upstream) { u.MaxCallsPerRun = calls }))
 	run := h.NewRun("local", nil)
 	if _, err := run.Call(ctx, "fake", "echo", a, nil); err != nil { // started and listed
@@ -40,14 +33,8 @@ func BenchmarkCalls(b *testing.B) {
 	var floor, hub time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		floor += fl.Echo(b, calls)
 		start := time.Now()
-		for j := 0; j < calls; j++ {
-			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: a}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		floor += time.Since(start)
-		start = time.Now()
 		r := h.NewRun("local", nil) // max_calls_per_run is per run
 		for j := 0; j < calls; j++ {
 			if _, err := r.Call(ctx, "fake", "echo", a, nil); err != nil {

@@ -2,14 +2,11 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
-	"os/exec"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"execd/internal/config"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // BenchmarkToolCalls: 1,000 sequential calls of the fake upstream's echo
@@ -22,13 +19,7 @@ import (
 func BenchmarkToolCalls(b *testing.B) {
 	const calls = 1000
 	ctx := context.Background()
-	a := json.RawMessage(`{"text":"hi"}`)
-	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(fakeUpstreamBin(b))}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cs.Close()
+	fl := upstreamtest.NewEchoFloor(b)
 	h := toolsHub(b, func(u *config.Upstream) { u.MaxCallsPerRun = calls })
 	e := testEngine(b, true)
 	workers := map[string]*Worker{}
@@ -57,13 +48,7 @@ func BenchmarkToolCalls(b *testing.B) {
 	var floor, js, py time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		for j := 0; j < calls; j++ {
-			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: a}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		floor += time.Since(start)
+		floor += fl.Echo(b, calls)
 		js += run("javascript")
 		py += run("python")
 	}

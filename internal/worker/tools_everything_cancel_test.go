@@ -15,6 +15,7 @@ import (
 
 	"execd/internal/config"
 	"execd/internal/upstream"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // wireRecorder is a reverse proxy in front of an upstream's streamable
@@ -77,10 +78,10 @@ func (rec *wireRecorder) cancelOf(tool string) (id string, cancelled bool) {
 // for the call in flight, seen on the wire between execd and the server,
 // from both guests; the workspace keeps its state.
 func TestToolCallCancelReachesServerEverything(t *testing.T) {
-	node, index := everythingIndex(t)
+	node, index := upstreamtest.Everything(t)
 	rec := &wireRecorder{}
 	u := config.Upstream{Name: "everything", Allow: []string{"*"}, MaxCallsPerRun: 10,
-		URL:         rec.front(t, everythingHTTP(t, node, index)),
+		URL:         rec.front(t, upstreamtest.EverythingHTTP(t, node, index)+"/mcp"),
 		CallTimeout: config.Duration{Duration: 60 * time.Second}, ConnectTimeout: config.Duration{Duration: 30 * time.Second}}
 	h, err := upstream.New([]config.Upstream{u}, config.CodeMode{}, upstream.Options{})
 	if err != nil {

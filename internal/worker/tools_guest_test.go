@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,43 +11,19 @@ import (
 
 	"execd/internal/config"
 	"execd/internal/upstream"
+	"execd/internal/upstream/upstreamtest"
 )
 
 // Code mode as the code meets it: the real guests, a real Hub
 // (internal/upstream) and its fake stdio upstream
 // (internal/upstream/testdata/fakeupstream), which can hang, fail and
-// report what it received on the wire.
-
-var fakeUp struct {
-	once sync.Once
-	bin  string
-	err  error
-	out  []byte
-}
-
-func fakeUpstreamBin(t testing.TB) string {
-	t.Helper()
-	fakeUp.once.Do(func() {
-		dir, err := os.MkdirTemp("", "execd-worker-fakeupstream")
-		if err != nil {
-			fakeUp.err = err
-			return
-		}
-		fakeUp.bin = filepath.Join(dir, "fakeupstream")
-		cmd := exec.Command("go", "build", "-o", fakeUp.bin, "../upstream/testdata/fakeupstream")
-		fakeUp.out, fakeUp.err = cmd.CombinedOutput()
-	})
-	if fakeUp.err != nil {
-		t.Fatalf("building the fake upstream: %v\n%s", fakeUp.err, fakeUp.out)
-	}
-	return fakeUp.bin
-}
+// report what it received on the wire; upstreamtest builds it.
 
 // toolsHub is a Hub with one upstream, "fake", that allows every tool
 // but create-issue (ask); edit changes it.
 func toolsHub(t testing.TB, edit func(*config.Upstream)) *upstream.Hub {
 	t.Helper()
-	u := config.Upstream{Name: "fake", Command: []string{fakeUpstreamBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
+	u := config.Upstream{Name: "fake", Command: []string{upstreamtest.FakeBin(t)}, Allow: []string{"*"}, Ask: []string{"create-issue"},
 		MaxCallsPerRun: config.DefaultUpstreamMaxCallsPerRun,
 		CallTimeout:    config.Duration{Duration: 20 * time.Second}, ConnectTimeout: config.Duration{Duration: 20 * time.Second}}
 	if edit != nil {
@@ -235,15 +209,7 @@ func TestToolCallCancelledUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec struct {
-				Calls []struct {
-					ID   json.RawMessage `json:"id"`
-					Name string          `json:"name"`
-				} `json:"calls"`
-				Cancels []struct {
-					RequestID json.RawMessage `json:"requestId"`
-				} `json:"cancels"`
-			}
+			var rec upstreamtest.Received
 			if err := json.Unmarshal(res.StructuredContent, &rec); err != nil {
 				t.Fatal(err)
 			}

@@ -267,6 +267,22 @@ func (x *Index) Add(t testing.TB, w Wheel) {
 	}
 	files[info+"RECORD"] = record.String() + info + "RECORD,,\n"
 	names = append(names, info+"RECORD")
+	whl := Zip(t, names, files)
+	name := fmt.Sprintf("%s-%s-%s.whl", dist, w.Version, w.Tag)
+	project := strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(w.Project))
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.files[project] == nil {
+		x.files[project] = map[string][]byte{}
+	}
+	x.files[project][name] = whl
+	x.bad[name] = w.BadHash
+}
+
+// Zip is a zip archive of files, the entries in the order of names
+// (the files a wheel holds, its RECORD last).
+func Zip(t testing.TB, names []string, files map[string]string) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	z := zip.NewWriter(&buf)
 	for _, n := range names {
@@ -279,15 +295,7 @@ func (x *Index) Add(t testing.TB, w Wheel) {
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("%s-%s-%s.whl", dist, w.Version, w.Tag)
-	project := strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(w.Project))
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.files[project] == nil {
-		x.files[project] = map[string][]byte{}
-	}
-	x.files[project][name] = buf.Bytes()
-	x.bad[name] = w.BadHash
+	return buf.Bytes()
 }
 
 // Requests are the paths asked for so far, in order.
