@@ -1032,6 +1032,24 @@ static JSValue run_init_script(const char *src, size_t len, const char *name, in
     return r;
 }
 
+/* run_with_natives runs an init script that gets, as its first argument, a
+   fresh object with the natives of list (and of more, when n_more > 0);
+   args[1] and args[2] are the caller's. */
+static JSValue run_with_natives(const char *src, size_t len, const char *name, JSValue *args,
+                                const JSCFunctionListEntry *list, int n,
+                                const JSCFunctionListEntry *more, int n_more)
+{
+    JSValue natives = JS_NewObject(ctx), r;
+    JS_SetPropertyFunctionList(ctx, natives, list, n);
+    if (n_more > 0)
+        JS_SetPropertyFunctionList(ctx, natives, more, n_more);
+    args[0] = natives;
+    r = run_init_script(src, len, name, 3, args);
+    JS_FreeValue(ctx, natives);
+    return r;
+}
+#define NATIVES(list) list, (int)(sizeof(list) / sizeof((list)[0]))
+
 static void print_init_error(const char *what)
 {
     JSValue e = JS_GetException(ctx);
@@ -1082,34 +1100,23 @@ static int setup_globals(void)
     }
     JS_FreeValue(ctx, r);
     /* fetch.js gets net.c's natives */
-    natives = JS_NewObject(ctx);
-    JS_SetPropertyFunctionList(ctx, natives, net_natives, sizeof(net_natives) / sizeof(net_natives[0]));
-    args[0] = natives;
-    r = run_init_script(fetch_js, sizeof(fetch_js) - 1, "<execd:fetch>", 3, args);
-    JS_FreeValue(ctx, natives);
+    r = run_with_natives(fetch_js, sizeof(fetch_js) - 1, "<execd:fetch>", args, NATIVES(net_natives), NULL, 0);
     if (JS_IsException(r)) {
         print_init_error("fetch.js");
         goto done;
     }
     JS_FreeValue(ctx, r);
     /* tools.js (code mode) gets tools.c's natives and net.c's */
-    natives = JS_NewObject(ctx);
-    JS_SetPropertyFunctionList(ctx, natives, net_natives, sizeof(net_natives) / sizeof(net_natives[0]));
-    JS_SetPropertyFunctionList(ctx, natives, tool_natives, sizeof(tool_natives) / sizeof(tool_natives[0]));
-    args[0] = natives;
-    r = run_init_script(tools_js, sizeof(tools_js) - 1, "<execd:tools>", 3, args);
-    JS_FreeValue(ctx, natives);
+    r = run_with_natives(tools_js, sizeof(tools_js) - 1, "<execd:tools>", args, NATIVES(net_natives),
+                         NATIVES(tool_natives));
     if (JS_IsException(r)) {
         print_init_error("tools.js");
         goto done;
     }
     JS_FreeValue(ctx, r);
     /* modules.js gets packages.c's natives */
-    natives = JS_NewObject(ctx);
-    JS_SetPropertyFunctionList(ctx, natives, pkg_natives, sizeof(pkg_natives) / sizeof(pkg_natives[0]));
-    args[0] = natives;
-    modules = run_init_script(modules_js, sizeof(modules_js) - 1, "<execd:modules>", 3, args);
-    JS_FreeValue(ctx, natives);
+    modules = run_with_natives(modules_js, sizeof(modules_js) - 1, "<execd:modules>", args,
+                               NATIVES(pkg_natives), NULL, 0);
     if (JS_IsException(modules)) {
         print_init_error("modules.js");
         goto done;
