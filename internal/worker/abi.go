@@ -57,7 +57,7 @@ type runState struct {
 	timer          *runTimer
 	waited         time.Duration
 	maxInputAnswer int
-	answer         *string
+	answer         heldAnswer
 
 	// show() (interact.go): the images kept, within the engine's limits,
 	// their bytes held in the memory budget until the run ends
@@ -77,7 +77,7 @@ type runState struct {
 	// Packages (packages.go): the source and the answer held for
 	// execd.packages_answer (the guest's goroutine only).
 	pkgs      PackageSource
-	pkgAnswer []byte
+	pkgAnswer heldAnswer
 
 	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
 	askMu  sync.Mutex // one question to the person at a time; guards waited (interact.go)

@@ -72,7 +72,7 @@ const (
 	inputTimedOut = -3
 	inputStopped  = -4
 	inputTooLong  = -5
-	noAnswerHeld  = -1 // execd.input_answer
+	noAnswerHeld  = heldNone // execd.input_answer
 
 	showNotImage   = -1
 	showTooLarge   = -2
@@ -169,7 +169,7 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	if st == nil || st.finished.Load() || st.interrupt.Load() {
 		return inputStopped
 	}
-	st.answer = nil
+	st.answer.b = nil
 	if st.input == nil {
 		return inputNoClient
 	}
@@ -194,14 +194,10 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 	if len(text) > st.maxInputAnswer {
 		return inputTooLong
 	}
-	if len(text) > int(bufCap) {
-		st.answer = &text
-		return int32(len(text))
+	if n := st.answer.hand(mod, []byte(text), bufPtr, bufCap); n != heldNone {
+		return n
 	}
-	if !mod.Memory().WriteString(bufPtr, text) {
-		return inputEOF
-	}
-	return int32(len(text))
+	return inputEOF
 }
 
 // askPerson asks the person through the run's Input, one question at a time
@@ -211,15 +207,12 @@ func (st *runState) ask(mod api.Module, promptPtr, promptLen, bufPtr, bufCap uin
 func (st *runState) askPerson(prompt string, choices []string) InputAnswer {
 	st.askMu.Lock()
 	defer st.askMu.Unlock()
-	st.timer.pause()
-	start := time.Now()
 	ctx := st.stopCtx
 	if len(choices) > 0 {
 		ctx = context.WithValue(ctx, choicesKey{}, choices)
 	}
-	ans := st.input.Input(ctx, prompt)
-	st.waited += time.Since(start)
-	st.timer.resume()
+	var ans InputAnswer
+	st.waitOutside(func() { ans = st.input.Input(ctx, prompt) })
 	return ans
 }
 
@@ -232,18 +225,10 @@ func hostInputAnswer(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (st *runState) takeAnswer(mod api.Module, bufPtr, bufCap uint32) int32 {
-	if st == nil || st.finished.Load() || st.answer == nil {
+	if st == nil || st.finished.Load() {
 		return noAnswerHeld
 	}
-	text := *st.answer
-	if len(text) > int(bufCap) {
-		return int32(len(text))
-	}
-	if !mod.Memory().WriteString(bufPtr, text) {
-		return noAnswerHeld
-	}
-	st.answer = nil
-	return int32(len(text))
+	return st.answer.take(mod, bufPtr, bufCap)
 }
 
 // runTimer is a run's timeout that can be paused: it calls fire, once,

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -26,8 +25,8 @@ const maxPackageRequest = 1 << 20
 
 // The return codes of execd.packages besides a length.
 const (
-	packagesStopped = -4 // the host stops the cell (as input's)
-	packagesNone    = -1 // execd.packages_answer: nothing held
+	packagesStopped = -4       // the host stops the cell (as input's)
+	packagesNone    = heldNone // execd.packages_answer: nothing held
 )
 
 // unavailable is the answer when the run has no PackageSource.
@@ -47,7 +46,7 @@ func (st *runState) packages(mod api.Module, reqPtr, reqLen, bufPtr, bufCap uint
 	if st == nil || st.finished.Load() || st.interrupt.Load() {
 		return packagesStopped
 	}
-	st.pkgAnswer = nil
+	st.pkgAnswer.b = nil
 	ans := unavailable
 	if st.pkgs != nil {
 		if reqLen > maxPackageRequest {
@@ -58,24 +57,16 @@ func (st *runState) packages(mod api.Module, reqPtr, reqLen, bufPtr, bufCap uint
 				return packagesStopped
 			}
 			req := append([]byte(nil), b...)
-			st.timer.pause()
-			start := time.Now()
-			ans = st.pkgs.Packages(st.stopCtx, req)
-			st.waited += time.Since(start)
-			st.timer.resume()
+			st.waitOutside(func() { ans = st.pkgs.Packages(st.stopCtx, req) })
 		}
 	}
 	if st.stopCtx.Err() != nil || st.interrupt.Load() {
 		return packagesStopped
 	}
-	if len(ans) > int(bufCap) {
-		st.pkgAnswer = ans
-		return int32(len(ans))
+	if n := st.pkgAnswer.hand(mod, ans, bufPtr, bufCap); n != heldNone {
+		return n
 	}
-	if !mod.Memory().Write(bufPtr, ans) {
-		return packagesStopped
-	}
-	return int32(len(ans))
+	return packagesStopped
 }
 
 // hostPackagesAnswer hands over the answer the last execd.packages held
@@ -87,16 +78,8 @@ func hostPackagesAnswer(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (st *runState) takePackagesAnswer(mod api.Module, bufPtr, bufCap uint32) int32 {
-	if st == nil || st.finished.Load() || st.pkgAnswer == nil {
+	if st == nil || st.finished.Load() {
 		return packagesNone
 	}
-	ans := st.pkgAnswer
-	if len(ans) > int(bufCap) {
-		return int32(len(ans))
-	}
-	if !mod.Memory().Write(bufPtr, ans) {
-		return packagesNone
-	}
-	st.pkgAnswer = nil
-	return int32(len(ans))
+	return st.pkgAnswer.take(mod, bufPtr, bufCap)
 }
