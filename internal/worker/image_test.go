@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestImageRestoresTheSameState(t *testing.T) {
 			if memHash(t, w2) != hash {
 				t.Error("restored memory differs from the snapshot's")
 			}
-			if g2 := globalsOf(t, w2); !equalU64(g2, globals) {
+			if g2 := globalsOf(t, w2); !slices.Equal(g2, globals) {
 				t.Errorf("restored globals %v; want %v", g2, globals)
 			}
 			r := mustRun(t, w2, sc.get, StatusOK)
@@ -132,18 +133,6 @@ func TestImageRestoresTheSameState(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // randomCode draws from each guest's seeded generator.

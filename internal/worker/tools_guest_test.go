@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,24 +116,12 @@ func TestToolCallsInTheResult(t *testing.T) {
 		try { await tools.fake.nope() } catch (e) {}
 		tools.list().length > 0`, StatusOK)
 	want := []ToolCall{{"fake", "echo", "ok", 3}, {"fake", "fail", "tool_error", 1}, {"fake", "nope", "unknown_tool", 1}}
-	if !equalCalls(r.ToolCalls, want) {
+	if !slices.Equal(r.ToolCalls, want) {
 		t.Errorf("ToolCalls = %v, want %v", r.ToolCalls, want)
 	}
 	if r := runTools(t, w, h, `1`, StatusOK); r.ToolCalls != nil {
 		t.Errorf("a run without calls has ToolCalls %v", r.ToolCalls)
 	}
-}
-
-func equalCalls(a, b []ToolCall) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // max_calls_per_run: the call past it is a ToolError that names the key,
@@ -154,7 +143,7 @@ func TestToolsMaxCallsPerRun(t *testing.T) {
 	if r.Error.Type != "ToolError" || !strings.Contains(r.Error.Message, "max_calls_per_run") {
 		t.Errorf("the third call raised %s: %s", r.Error.Type, r.Error.Message)
 	}
-	if !equalCalls(r.ToolCalls, []ToolCall{{"fake", "echo", "ok", 2}, {"fake", "echo", "limit", 1}}) {
+	if !slices.Equal(r.ToolCalls, []ToolCall{{"fake", "echo", "ok", 2}, {"fake", "echo", "limit", 1}}) {
 		t.Errorf("ToolCalls = %v", r.ToolCalls)
 	}
 }
@@ -198,7 +187,7 @@ func TestToolCallCancelledUpstream(t *testing.T) {
 			if r.Status != StatusInterrupted || r.Discontinuous() {
 				t.Fatalf("= %s, want interrupted with its state", describe(r))
 			}
-			if !equalCalls(r.ToolCalls, []ToolCall{{"fake", "hang", "cancelled", 1}}) {
+			if !slices.Equal(r.ToolCalls, []ToolCall{{"fake", "hang", "cancelled", 1}}) {
 				t.Errorf("ToolCalls = %v", r.ToolCalls)
 			}
 			got := runTools(t, w, h, c.check, StatusOK)
