@@ -42,9 +42,11 @@ type FS struct {
 	handles sync.Mutex
 	root    *os.Root // nil until needed, or after Release
 
-	mu   sync.Mutex // serialises accounting with the operation it accounts for
-	used int64
-	log  *touchLog // the paths changed since Track; nil when not tracking
+	mu      sync.Mutex // serialises accounting with the operation it accounts for
+	used    int64      // the tree's charge, and extra
+	extra   int64      // charged beside the tree (SetExtra)
+	changes uint64     // changes made through the FS (Changes)
+	log     *touchLog  // the paths changed since Track; nil when not tracking
 
 	refused       atomic.Int64
 	budgetRefused atomic.Int64

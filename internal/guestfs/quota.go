@@ -66,7 +66,8 @@ func Usage(dir string) (int64, error) {
 	return total, err
 }
 
-// Used returns the bytes currently charged against the quota.
+// Used returns the bytes currently charged against the quota: the tree's
+// and the extra (SetExtra).
 func (q *FS) Used() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -140,9 +141,36 @@ func (q *FS) reserve(n, shared int64) sys.Errno {
 	return 0
 }
 
-// add applies a change of usage (n may be negative). Callers hold q.mu.
+// add applies a change of usage (n may be negative) made by a change of
+// the tree, and counts the change. Callers hold q.mu.
 func (q *FS) add(n int64) {
 	q.used = max(q.used+n, 0)
+	q.changes++
+}
+
+// SetExtra makes n bytes, held outside the tree, part of what the quota
+// counts (Used), in place of what the last SetExtra gave, whatever the
+// limit: what is already held elsewhere is charged, not refused, and
+// writes then fail until the tree or the extra shrinks below the limit.
+// The workspace registry charges a workspace's packages with it (they
+// live in a shared cache, not in its files). The Budget is not touched:
+// its owner charges it for the same bytes.
+func (q *FS) SetExtra(n int64) {
+	n = max(n, 0)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.used = max(q.used-q.extra+n, 0)
+	q.extra = n
+}
+
+// Changes counts the changes made to the tree through the FS (writes,
+// truncations, creations, removals, renames, links) since it was made:
+// a caller that saw the same count before knows nothing was changed
+// through it since, without looking at the files.
+func (q *FS) Changes() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.changes
 }
 
 // charged runs op when n more bytes fit (reserve) and charges them once op

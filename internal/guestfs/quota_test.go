@@ -234,3 +234,66 @@ func TestQuotaAboveTheLimitShrinks(t *testing.T) {
 		t.Errorf("a write crossing the quota = %d, %v; want 400 written", n, errno)
 	}
 }
+
+// A charge held outside the tree takes room from the quota whatever the
+// limit, and gives it back when it shrinks.
+func TestQuotaExtraCharge(t *testing.T) {
+	limit := int64(entryCost + 1000)
+	q, _ := newTestFS(t, limit)
+	f := mustOpen(t, q, "a", rw)
+	if n, errno := f.Write(make([]byte, 400)); errno != 0 || n != 400 {
+		t.Fatalf("Write = %d, %v", n, errno)
+	}
+	q.SetExtra(2000) // more than the quota: charged, not refused
+	if got, want := q.Used(), int64(entryCost+400+2000); got != want {
+		t.Fatalf("Used with extra = %d, want %d", got, want)
+	}
+	if n, errno := f.Write([]byte("x")); errno != ErrnoQuota || n != 0 {
+		t.Fatalf("Write over the quota = %d, %v; want 0, %v", n, errno, ErrnoQuota)
+	}
+	if _, ok := q.Fits("b", 1); ok {
+		t.Error("Fits says a new file fits above the quota")
+	}
+	q.SetExtra(500) // replaces, not adds
+	if got, want := q.Used(), int64(entryCost+400+500); got != want {
+		t.Fatalf("Used after a smaller extra = %d, want %d", got, want)
+	}
+	if n, errno := f.Write(make([]byte, 200)); errno != 0 || n != 100 {
+		t.Fatalf("Write = %d, %v; want a short write of the 100 bytes left", n, errno)
+	}
+	q.SetExtra(0)
+	if got, want := q.Used(), int64(entryCost+500); got != want {
+		t.Errorf("Used without extra = %d, want %d", got, want)
+	}
+}
+
+// Changes moves with every change made through the FS, and only then.
+func TestChangesCountsChanges(t *testing.T) {
+	q, _ := newTestFS(t, 0)
+	c0 := q.Changes()
+	f := mustOpen(t, q, "a", rw)
+	if _, errno := f.Write([]byte("hi")); errno != 0 {
+		t.Fatal(errno)
+	}
+	f.Close()
+	c1 := q.Changes()
+	if c1 == c0 {
+		t.Fatal("creating and writing a file left Changes unchanged")
+	}
+	r := mustOpen(t, q, "a", sys.O_RDONLY)
+	buf := make([]byte, 2)
+	r.Read(buf)
+	r.Close()
+	if _, errno := q.Stat("a"); errno != 0 {
+		t.Fatal(errno)
+	}
+	if q.Changes() != c1 {
+		t.Error("reading a file moved Changes")
+	}
+	if errno := q.Unlink("a"); errno != 0 {
+		t.Fatal(errno)
+	}
+	if q.Changes() == c1 {
+		t.Error("removing a file left Changes unchanged")
+	}
+}

@@ -27,6 +27,7 @@ type store struct {
 
 	mu       sync.Mutex
 	inflight map[string]*fill
+	fresh    map[string]bool // entries this process made that no one has kept yet (Service.DiscardUnkept)
 }
 
 type fill struct {
@@ -61,7 +62,7 @@ func newStore(root string) (*store, error) {
 	if err := os.MkdirAll(filepath.Join(root, ".tmp"), 0o755); err != nil {
 		return nil, err
 	}
-	s := &store{root: root, inflight: map[string]*fill{}}
+	s := &store{root: root, inflight: map[string]*fill{}, fresh: map[string]bool{}}
 	s.sweep(time.Now().Add(-time.Hour))
 	return s, nil
 }
@@ -158,7 +159,42 @@ func (s *store) create(addr string, build func(dir string) (entryMeta, error)) (
 		}
 		return entryMeta{}, err
 	}
+	s.mu.Lock()
+	s.fresh[addr] = true
+	s.mu.Unlock()
 	return m, nil
+}
+
+// discardUnkept removes the fresh entries kept says no one keeps, and
+// forgets the others (kept now, they are no longer fresh). An entry
+// leaves its address at once (renamed aside, then removed), so a lookup
+// never sees it half removed.
+func (s *store) discardUnkept(kept func(addr string) bool) (n int, bytes int64) {
+	s.mu.Lock()
+	var drop []string
+	for a := range s.fresh {
+		if _, filling := s.inflight[a]; filling {
+			continue
+		}
+		if !kept(a) {
+			drop = append(drop, a)
+		}
+		delete(s.fresh, a)
+	}
+	s.mu.Unlock()
+	for _, a := range drop {
+		m, _ := s.lookup(a)
+		aside, err := os.MkdirTemp(filepath.Join(s.root, ".tmp"), a+"-gone-*")
+		if err != nil {
+			continue
+		}
+		if err := os.Rename(filepath.Join(s.root, a), filepath.Join(aside, "entry")); err == nil {
+			n++
+			bytes += m.Bytes
+		}
+		removeAll(aside)
+	}
+	return n, bytes
 }
 
 // digest is one hash of an integrity string.

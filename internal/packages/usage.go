@@ -18,15 +18,21 @@ func (l *Lock) Addresses() []string {
 	return out
 }
 
-// EntryBytes are the unpacked bytes of the cache entries the lock uses,
-// by address, as the cache's meta.json gives them (never the lock's
-// word); entries not in the cache are left out.
-func (s *Service) EntryBytes(l *Lock) map[string]int64 {
-	out := map[string]int64{}
-	for _, a := range l.Addresses() {
-		if meta, ok := s.store.lookup(a); ok {
-			out[a] = meta.Bytes
-		}
-	}
-	return out
+// EntrySize is the unpacked bytes of the cache entry at addr, as the
+// cache's meta.json gives them (never a lock's word), and whether the
+// cache has it.
+func (s *Service) EntrySize(addr string) (int64, bool) {
+	meta, ok := s.store.lookup(addr)
+	return meta.Bytes, ok
+}
+
+// DiscardUnkept removes from the cache the entries this process fetched
+// that kept says no one keeps (no workspace's lock uses them: an install
+// that was refused or failed after fetching, a view of a lock that was
+// then dropped), and returns how many and their bytes. Entries fetched
+// earlier and kept are forgotten: they are never removed by this. The
+// caller makes sure that no install or view that could use a fresh
+// entry is under way (an entry it found would vanish under it).
+func (s *Service) DiscardUnkept(kept func(addr string) bool) (entries int, bytes int64) {
+	return s.store.discardUnkept(kept)
 }

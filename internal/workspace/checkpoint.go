@@ -355,6 +355,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 			m.budgetOf(src.key.pdir).Add(-taken)
 			return stateError("could not create the fork", err)
 		}
+		m.recheckPackages(t, false) // the packages the fork's lock shares cost the source less
 		return nil
 	})
 	if err != nil {

@@ -29,8 +29,15 @@ type Disk interface {
 	// BudgetFits is Fits for the principal's disk budget the Disk
 	// charges too (guestfs.Budget).
 	BudgetFits(p string, n int64) (missing int64, ok bool)
-	// Used is the bytes charged against the quota now.
+	// Used is the bytes charged against the quota now: the files', and
+	// the extra.
 	Used() int64
+	// SetExtra charges n bytes held outside the directory (the
+	// workspace's packages, in the shared cache) against the quota, in
+	// place of the last SetExtra's, whatever the limit.
+	SetExtra(n int64)
+	// Changes counts the changes made through the Disk since it opened.
+	Changes() uint64
 	// Refused counts the changes the quota or the budget refused since the
 	// Disk opened; BudgetRefused those the budget refused.
 	Refused() int64

@@ -224,6 +224,10 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		if errno != 0 {
 			fail(errno.Error())
 		}
+	case len(f) == 2 && f[0] == "rm":
+		if errno := r.fsys.Unlink(f[1]); errno != 0 {
+			fail(errno.Error())
+		}
 	case len(f) == 3 && f[0] == "append":
 		file, errno := r.fsys.OpenFile(f[1], sys.O_WRONLY|sys.O_APPEND, 0)
 		if errno == 0 {

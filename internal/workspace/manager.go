@@ -168,6 +168,7 @@ type ws struct {
 	runners  map[string]Runner // live interpreters by language
 	mem      map[string]int64  // their memory after their last run
 	disk     Disk              // nil until a turn opens it (prepare)
+	pkgSeen  uint64            // disk.Changes() when the packages ledger last looked (settlePackages)
 	idleRoot *list.Element     // in Manager.idleRoots while idle with its root open
 	lastUsed time.Time
 }
@@ -211,11 +212,11 @@ type Manager struct {
 	closeOnce   sync.Once
 	drainOnce   sync.Once
 
-	// lockAddrs are the cache addresses of every workspace's packages
-	// lock, accepted the generation of each workspace's lock last held
-	// to its disk quota (packagesdisk.go).
-	lockAddrs lockAddrCache
-	accepted  acceptedLocks
+	// pkgs charges every workspace's packages, accepted is the
+	// generation of each workspace's lock last held to its disk quota
+	// (packagesdisk.go).
+	pkgs     pkgLedger
+	accepted acceptedLocks
 }
 
 // NewManager creates the data directory and starts the janitor (which

@@ -93,6 +93,7 @@ func (m *Manager) InstallPackages(ctx context.Context, principal, id, language s
 
 // install is InstallPackages holding w's turn, with w's Disk.
 func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, specs []string) (Installed, error) {
+	defer m.beginPackages()()
 	svc := m.cfg.Packages
 	old, _, err := readLock(disk)
 	if err != nil {
@@ -136,6 +137,7 @@ func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, sp
 	if _, err := disk.WriteFile(LockPath, b); err != nil {
 		return Installed{}, fileError(LockPath, err, "write")
 	}
+	m.recheckPackages(w, false)
 	m.accepted.set(w.dir, viewOp(lang), lockGen(b))
 	had := map[string]string{}
 	for _, p := range lockedPackages(old, lang) {
@@ -333,6 +335,7 @@ type pkgRequest struct {
 }
 
 func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
+	defer p.m.beginPackages()()
 	var req pkgRequest
 	if err := json.Unmarshal(request, &req); err != nil {
 		return pkgAnswer(map[string]any{"error": "execd.packages: the request is not JSON: " + err.Error(), "code": "invalid"})
@@ -348,18 +351,26 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
 		ans, ok := p.view(ctx, req.Op, lock, gen, nil)
+		if !ok {
+			return ans
+		}
 		// A lock no install of this process wrote (the code wrote it, or
 		// execd restarted) is held to the disk as an install is, once:
-		// its view may have fetched what the cache lacked.
-		if ok && gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
+		// its view may have fetched what the cache lacked. What it
+		// fetched is charged either way (the lock uses it).
+		var refused error
+		if gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
 			size := int64(0)
 			if info, err := p.disk.Info(LockPath); err == nil {
 				size = info.Size()
 			}
-			if err := p.m.packagesFit(p.w, p.disk, lock, int(size)); err != nil {
-				return pkgFailure(err)
+			if refused = p.m.packagesFit(p.w, p.disk, lock, int(size)); refused == nil {
+				p.m.accepted.set(p.w.dir, req.Op, gen)
 			}
-			p.m.accepted.set(p.w.dir, req.Op, gen)
+		}
+		p.m.recheckPackages(p.w, true)
+		if refused != nil {
+			return pkgFailure(refused)
 		}
 		return ans
 	case "install":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -170,11 +171,27 @@ func TestPackagesCountByWhatIsUnique(t *testing.T) {
 		return errors.As(err, &we) && we.Code == LimitReached && strings.Contains(we.Msg, key) && strings.Contains(we.Msg, "nothing was")
 	}
 
+	entries := func() int {
+		ents, err := os.ReadDir(svc.CacheDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), ".") {
+				n++
+			}
+		}
+		return n
+	}
 	if err := install("a", "big1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := install("a", "big2"); !refused(err, "workspace.max_disk_mib = 1") || !strings.Contains(err.Error(), "only this workspace uses") {
+	if err := install("a", "big2"); !refused(err, "workspace.max_disk_mib = 1") || !strings.Contains(err.Error(), "only this workspace would use") {
 		t.Fatalf("a second package unique to the workspace, past its quota: %v", err)
+	}
+	if n := entries(); n != 1 {
+		t.Errorf("after the refused install the cache holds %d entries, want big1's only: what it fetched is charged to no one", n)
 	}
 	if got := packagesOf("a"); got != "big1@1.0.0" {
 		t.Errorf("after the refusal the workspace has %q", got)
@@ -204,8 +221,8 @@ func TestPackagesCountByWhatIsUnique(t *testing.T) {
 	if err := install("a", "big1"); err != nil {
 		t.Errorf("a's packages, all shared with b, with 600 kB of files: %v", err)
 	}
-	// Once b drops them, they are a's alone again: charged at a's next
-	// install.
+	// Once b drops them, they are a's alone again: charged at once, and
+	// an install is refused.
 	if err := m.Reset(ctx, "p", "b", true); err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +265,8 @@ func TestPackagesOfAWrittenLockCount(t *testing.T) {
 			t.Errorf("ask %d: the tree of a written lock past the quota: %s", i+1, v)
 		}
 	}
-	// A lock an install wrote is not checked again by the view: files
-	// written since count at the next install.
+	// A lock an install wrote is not checked again by the view. big1 is
+	// a's too: it costs b nothing, and b's files may use the quota.
 	if _, err := m.InstallPackages(ctx, "p", "b", "javascript", []string{"big1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -287,5 +304,119 @@ func TestPackagesOfAWrittenLockCountPerLanguage(t *testing.T) {
 	}
 	if v := *runLang(t, m, "p", "a", "python", `packages {"op":"python"}`).Result.Value; !strings.Contains(v, "workspace.max_disk_mib = 1") || strings.Contains(v, `"paths"`) {
 		t.Errorf("the Python packages of a written lock past the quota: %s", v)
+	}
+}
+
+// TestPackagesChargeStands: what a workspace's packages cost its quota
+// and its principal's budget follows every change of any lock — installs,
+// another workspace taking or dropping the same package, a reset, a fork,
+// a deletion, the code rewriting the lock — and is measured again when
+// execd starts.
+func TestPackagesChargeStands(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000)})
+	svc := newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")
+	dir := t.TempDir()
+	m := newTestManager(t, Config{DataDir: dir, MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	ctx := context.Background()
+	write := func(m *Manager, id string, n int) error {
+		_, err := m.WriteFile(ctx, "p", id, "data.bin", make([]byte, n))
+		return err
+	}
+	full := func(err error) bool {
+		var we *Error
+		return errors.As(err, &we) && we.Code == LimitReached && strings.Contains(we.Msg, "max_disk_mib")
+	}
+	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(m, "a", 500_000); !full(err) {
+		t.Fatalf("500 kB of files beside 600 kB of packages only a uses, in 1 MiB: %v", err)
+	}
+	if _, err := m.InstallPackages(ctx, "p", "b", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(m, "a", 500_000); err != nil {
+		t.Fatalf("the package is b's too, a pays nothing for it: %v", err)
+	}
+	// b drops it: a pays it again, above its quota, and its code's writes fail.
+	if err := m.Reset(ctx, "p", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "a", "write note.txt hello"); !out.DiskFull {
+		t.Errorf("a write of a's code after b dropped the shared package: %+v", out.Result)
+	}
+	// A fork shares a's lock: a pays nothing again; deleting the fork
+	// charges a once more.
+	if _, err := m.Fork(ctx, "p", "a", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "a", "write note.txt hello"); out.DiskFull || out.Result.Status != StatusOK {
+		t.Errorf("a write of a's code with a fork sharing its package: %+v", out.Result)
+	}
+	if err := m.Delete(ctx, "p", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "a", "write note.txt hello!"); !out.DiskFull {
+		t.Errorf("a write of a's code after the fork's deletion: %+v", out.Result)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new process measures the same charge from the locks on disk.
+	m2 := newTestManager(t, Config{DataDir: dir, MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	if err := write(m2, "a", 500_001); !full(err) {
+		t.Fatalf("after a restart, a's files and its package past the quota: %v", err)
+	}
+	lock, err := m2.ReadFile(ctx, "p", "a", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Above its quota, a's code can still remove; it removes the lock,
+	// and nothing is charged for packages.
+	if out := run(t, m2, "p", "a", "rm .execd/packages.lock.json"); out.Result.Status != StatusOK {
+		t.Fatalf("removing the lock: %+v", out.Result)
+	}
+	if err := write(m2, "a", 900_000); err != nil {
+		t.Errorf("a's lock removed: %v", err)
+	}
+	// Written back by a file tool (a lock fits), it is charged at once.
+	if _, err := m2.WriteFile(ctx, "p", "a", LockPath, lock.Data); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m2, "p", "a", "write note.txt x"); !out.DiskFull {
+		t.Errorf("a write of a's code after the lock came back: %+v", out.Result)
+	}
+
+	// The principal's budget counts the same charge.
+	m3 := newTestManager(t, Config{MaxPrincipalDiskMiB: 1, Packages: svc}, newFakeFactory())
+	if _, err := m3.InstallPackages(ctx, "p", "d", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	budgetFull := func(err error) bool {
+		var we *Error
+		return errors.As(err, &we) && we.Code == LimitReached && strings.Contains(we.Msg, "max_principal_disk_mib")
+	}
+	if err := write(m3, "e", 500_000); !budgetFull(err) {
+		t.Fatalf("another workspace's files beside d's own package, past the principal's 1 MiB: %v", err)
+	}
+	if _, err := m3.InstallPackages(ctx, "p", "e", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Shared by two of its workspaces, the package is still the
+	// principal's alone: it takes its budget once.
+	if err := write(m3, "e", 500_000); !budgetFull(err) {
+		t.Errorf("the principal's package used by two of its workspaces, beside 500 kB: %v", err)
+	}
+	if err := write(m3, "e", 300_000); err != nil {
+		t.Errorf("the package counted once, 300 kB beside it: %v", err)
+	}
+	// Another principal using it too: it is shared, and costs p nothing.
+	if _, err := m3.InstallPackages(ctx, "q", "f", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(m3, "e", 900_000); err != nil {
+		t.Errorf("the package used by another principal too: %v", err)
 	}
 }

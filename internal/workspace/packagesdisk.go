@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"go.uber.org/zap"
 
 	"execd/internal/packages"
 )
@@ -16,103 +20,440 @@ import (
 // disk budget (principal.go), is what is unique to it: the unpacked bytes
 // of the cache entries its lock uses that no other workspace's lock (of
 // any principal) uses. A package that another workspace uses too costs
-// nothing. The charge is taken when an install writes the lock: an install
-// whose lock, with the workspace's files and its unique packages, would
-// pass the quota or the budget is refused, and nothing is installed. A
-// lock no install of this process wrote (the code wrote it, or execd
-// restarted) is checked the same way, once, when the guest first asks for
-// its tree (which fetches what the cache lacks): refused, its packages do
-// not load.
-// Between installs the Disk counts the workspace's files only: a package
-// that becomes unique because another workspace dropped it is charged at
-// this workspace's next install. RATIONALE.md, "Why are packages charged
-// by what is unique to a workspace, at install?".
+// nothing. The charge stands: the ledger below follows every workspace's
+// lock, and whenever one changes — an install, the code writing or
+// removing it, a file tool, a fork, a restore, a reset, a deletion — the
+// charges of every workspace the change makes an entry unique to, or
+// shared by, move with it, on their open Disks (guestfs.FS.SetExtra) and
+// their principals' Budgets. A workspace that a change leaves above its
+// quota (another workspace dropped the last other use of its packages) is
+// charged all the same: its writes fail until it frees room. The ledger
+// is read from the locks on disk when first needed after the process
+// starts. An install is refused when its lock would pass the quota or the
+// budget; a lock no install of this process wrote (the code wrote it, or
+// execd restarted) is held to them once more when the guest first asks
+// for its tree, which fetches what the cache lacks: refused, its packages
+// do not load. RATIONALE.md, "Why are packages charged by what is unique
+// to a workspace?".
 
-// uniquePackageBytes are the unpacked bytes of the cache entries lock
-// uses that no lock of another workspace uses; w is the workspace whose
-// lock it is to be.
-func (m *Manager) uniquePackageBytes(w *ws, lock *packages.Lock) int64 {
-	own := m.cfg.Packages.EntryBytes(lock)
-	if len(own) == 0 {
-		return 0
+// pkgLedger is which cache entries each workspace's lock uses, and what
+// each workspace and each principal is charged for them: a workspace the
+// entries no other workspace's lock uses, a principal the entries no
+// other principal's workspaces use (so that forking a workspace, or
+// installing the same package in two, does not make a principal's
+// packages free). Its mutex is taken before Manager.mu, never while
+// holding it.
+type pkgLedger struct {
+	mu         sync.Mutex
+	loaded     bool
+	locks      map[key]*lockUse            // the workspaces with a lock
+	users      map[string]map[key]struct{} // by cache address: whose locks use it
+	sizes      map[string]int64            // unpacked bytes by address, of entries found in the cache
+	principals map[string]int64            // by principal directory: its charge, when not 0
+	ops        int                         // installs and views under way (beginPackages)
+}
+
+// lockUse is one workspace's lock as the ledger last read it.
+type lockUse struct {
+	file   lockStamp
+	addrs  []string
+	charge int64 // the bytes of addrs no other lock uses
+}
+
+// lockStamp tells a lock file's versions apart without reading it; the
+// zero value is no lock.
+type lockStamp struct {
+	size int64
+	mod  time.Time
+	ino  uint64
+}
+
+// stampLock is the stamp of the lock at p: zero when there is none, or
+// it is not a regular file (nothing then reads it as a lock).
+func stampLock(p string) lockStamp {
+	info, err := os.Lstat(p)
+	if err != nil || !info.Mode().IsRegular() {
+		return lockStamp{}
 	}
-	self := filepath.Clean(filepath.Join(w.dir, LockPath))
-	m.lockAddrs.others(filepath.Join(m.cfg.DataDir, "*", "*", LockPath), self, func(addrs []string) bool {
-		for _, a := range addrs {
-			delete(own, a)
+	s := lockStamp{size: info.Size(), mod: info.ModTime()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		s.ino = uint64(st.Ino)
+	}
+	return s
+}
+
+// loadLedgerLocked reads every workspace's lock on disk into the ledger,
+// once. Nothing is charged anywhere yet: Disks and Budgets opened
+// afterwards take their charges from the ledger. The caller holds l.mu.
+func (m *Manager) loadLedgerLocked() {
+	l := &m.pkgs
+	if l.loaded {
+		return
+	}
+	l.loaded = true
+	l.locks, l.users, l.sizes, l.principals = map[key]*lockUse{}, map[string]map[key]struct{}{}, map[string]int64{}, map[string]int64{}
+	paths, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "*", "*", LockPath))
+	for _, p := range paths {
+		rel, err := filepath.Rel(m.cfg.DataDir, p)
+		if err != nil {
+			continue
 		}
-		return len(own) > 0
-	})
+		parts := strings.SplitN(rel, string(filepath.Separator), 3)
+		k := key{pdir: parts[0], id: parts[1]}
+		if ValidateID(k.id) != nil || strings.HasPrefix(k.pdir, tmpPrefix) {
+			continue // a fork or a restore being built, not a workspace
+		}
+		if s := stampLock(p); s != (lockStamp{}) {
+			m.setLockLocked(k, s, readLockFile(p).Addresses())
+		}
+	}
+}
+
+// ledgerChange is what one lock's change moved: the workspaces whose
+// charge changed, and by how much each principal's did.
+type ledgerChange struct {
+	workspaces map[key]bool
+	principals map[string]int64
+}
+
+// setLockLocked records that k's lock (stamped s) uses addrs (none: k has
+// no lock), and recomputes the charge of every workspace and principal
+// this can change. The caller holds l.mu.
+func (m *Manager) setLockLocked(k key, s lockStamp, addrs []string) ledgerChange {
+	l := &m.pkgs
+	old := l.locks[k]
+	var before int64
+	// The workspaces whose charge may move: those for which an entry k
+	// takes or drops becomes shared or unique; the principals: every
+	// principal using such an entry.
+	near := map[key]bool{k: true}
+	pdirs := map[string]bool{k.pdir: true}
+	// An entry's other users matter when it is unique to one of them,
+	// or to one principal, before or after.
+	others := func(us map[key]struct{}) {
+		if len(us) == 1 {
+			for o := range us {
+				near[o] = true
+			}
+		}
+		if p, one := onePrincipal(us); one {
+			pdirs[p] = true
+		}
+	}
+	if old != nil {
+		before = old.charge
+		for _, a := range old.addrs {
+			us := l.users[a]
+			delete(us, k)
+			others(us)
+			if len(us) == 0 {
+				delete(l.users, a)
+			}
+		}
+	}
+	for _, a := range addrs {
+		us := l.users[a]
+		if us == nil {
+			us = map[key]struct{}{}
+			l.users[a] = us
+		}
+		others(us)
+		us[k] = struct{}{}
+		if _, ok := l.sizes[a]; !ok {
+			if n, ok := m.cfg.Packages.EntrySize(a); ok {
+				l.sizes[a] = n
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		delete(l.locks, k)
+	} else {
+		l.locks[k] = &lockUse{file: s, addrs: addrs, charge: before}
+	}
+	ch := ledgerChange{workspaces: map[key]bool{}, principals: map[string]int64{}}
+	for o := range near {
+		u := l.locks[o]
+		if u == nil {
+			if o == k && before != 0 {
+				ch.workspaces[k] = true
+			}
+			continue
+		}
+		was := u.charge
+		u.charge = l.uniqueLocked(o, u.addrs)
+		if u.charge != was {
+			ch.workspaces[o] = true
+		}
+	}
+	for pdir := range pdirs {
+		n := l.principalChargeLocked(pdir, key{}, nil)
+		if d := n - l.principals[pdir]; d != 0 {
+			ch.principals[pdir] = d
+		}
+		if n == 0 {
+			delete(l.principals, pdir)
+		} else {
+			l.principals[pdir] = n
+		}
+	}
+	return ch
+}
+
+// onePrincipal is the principal directory of every workspace of us, if
+// they are all of one.
+func onePrincipal(us map[key]struct{}) (string, bool) {
+	p := ""
+	for o := range us {
+		if p != "" && o.pdir != p {
+			return "", false
+		}
+		p = o.pdir
+	}
+	return p, p != ""
+}
+
+// uniqueLocked is the bytes of the entries among addrs that no lock but
+// k's uses (whether or not k's does now), as far as the cache knows
+// them. The caller holds l.mu.
+func (l *pkgLedger) uniqueLocked(k key, addrs []string) int64 {
 	var n int64
-	for _, b := range own {
-		n += b
+	for _, a := range addrs {
+		us := l.users[a]
+		if _, mine := us[k]; len(us) > 1 || (len(us) == 1 && !mine) {
+			continue
+		}
+		n += l.sizes[a]
 	}
 	return n
 }
 
-// lockAddrCache keeps the cache addresses of each workspace's lock by
-// path, with the size and time of the file they were read from, so that
-// an install reads again only the locks that changed since the last one
-// (a lock may be 16 MiB, and there is one per workspace). The zero value
-// is empty and ready.
-type lockAddrCache struct {
-	mu    sync.Mutex
-	locks map[string]lockAddrs
-}
-
-type lockAddrs struct {
-	size  int64
-	mod   time.Time
-	addrs []string
-}
-
-// others calls f with the addresses of every lock matching pattern but
-// self, until f returns false. A lock being written, or one that does not
-// parse, uses nothing: the error is on the side of charging. Locks that
-// are gone are forgotten.
-func (c *lockAddrCache) others(pattern, self string, f func(addrs []string) bool) {
-	paths, _ := filepath.Glob(pattern)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	seen := make(map[string]lockAddrs, len(paths))
-	more := true
-	for _, p := range paths {
-		p = filepath.Clean(p)
-		info, err := os.Stat(p)
-		if err != nil || !info.Mode().IsRegular() {
-			continue
-		}
-		e, ok := c.locks[p]
-		if !ok || e.size != info.Size() || !e.mod.Equal(info.ModTime()) {
-			e = lockAddrs{size: info.Size(), mod: info.ModTime(), addrs: readLockFile(p).Addresses()}
-		}
-		seen[p] = e
-		if more && p != self {
-			more = f(e.addrs)
+// principalChargeLocked is the bytes of the entries the workspaces of
+// pdir use that no other principal's workspace uses; with k's lock taken
+// as addrs instead when k is not the zero key (k is of pdir). The caller
+// holds l.mu.
+func (l *pkgLedger) principalChargeLocked(pdir string, k key, addrs []string) int64 {
+	mine := map[string]bool{}
+	for o, u := range l.locks {
+		if o.pdir == pdir && o != k {
+			for _, a := range u.addrs {
+				mine[a] = true
+			}
 		}
 	}
-	c.locks = seen
+	for _, a := range addrs {
+		mine[a] = true
+	}
+	var n int64
+	for a := range mine {
+		only := true
+		for o := range l.users[a] {
+			if o.pdir != pdir {
+				only = false
+				break
+			}
+		}
+		if only {
+			n += l.sizes[a]
+		}
+	}
+	return n
 }
 
-// packagesFit refuses an install whose lock (lockBytes long) and whose
-// packages unique to w would pass w's disk quota or its principal's disk
-// budget, naming the key.
+// chargeLocked is what k is charged now. The caller holds l.mu.
+func (l *pkgLedger) chargeLocked(k key) int64 {
+	if u := l.locks[k]; u != nil {
+		return u.charge
+	}
+	return 0
+}
+
+// applyLocked puts a change in place: each changed workspace's whole
+// charge on its open Disk, each principal's change on its Budget, if
+// measured. The caller holds l.mu.
+func (m *Manager) applyLocked(ch ledgerChange) {
+	for k := range ch.workspaces {
+		m.mu.Lock()
+		var disk Disk
+		if w := m.wss[k]; w != nil {
+			disk = w.disk
+		}
+		m.mu.Unlock()
+		if disk != nil {
+			disk.SetExtra(m.pkgs.chargeLocked(k))
+		}
+	}
+	for pdir, d := range ch.principals {
+		m.mu.Lock()
+		pd := m.disks[pdir]
+		m.mu.Unlock()
+		if pd != nil && pd.budget != nil {
+			pd.budget.Add(d)
+		}
+	}
+}
+
+// beginPackages marks an install or a view under way, and returns its
+// end. When the last one under way ends, the cache entries this process
+// fetched that no workspace's lock came to use — fetched by an install
+// that was refused or failed, or by a view of a lock since dropped — are
+// removed: they are charged to no one, and would otherwise let refused
+// installs fill the host's disk. While any is under way nothing is
+// removed: it may be about to use an entry another fetched. An install
+// or a view tells the ledger of its lock before it ends.
+func (m *Manager) beginPackages() (end func()) {
+	l := &m.pkgs
+	l.mu.Lock()
+	l.ops++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.ops--; l.ops > 0 {
+			return
+		}
+		m.loadLedgerLocked()
+		n, b := m.cfg.Packages.DiscardUnkept(func(a string) bool { return len(l.users[a]) > 0 })
+		if n > 0 {
+			m.log.Info("removed packages no workspace kept", zap.Int("entries", n), zap.Int64("bytes", b))
+		}
+	}
+}
+
+// recheckPackages reads w's lock again if it changed since the ledger
+// read it (always with force: the cache may have gained its entries), and
+// moves the charges it changes. The caller holds w's turn.
+func (m *Manager) recheckPackages(w *ws, force bool) {
+	if m.cfg.Packages == nil {
+		return
+	}
+	p := filepath.Join(w.dir, LockPath)
+	s := stampLock(p)
+	l := &m.pkgs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.loadLedgerLocked()
+	var was lockStamp
+	if u := l.locks[w.key]; u != nil {
+		was = u.file
+	}
+	if !force && s == was {
+		return
+	}
+	var addrs []string
+	if s != (lockStamp{}) {
+		addrs = readLockFile(p).Addresses()
+	}
+	m.applyLocked(m.setLockLocked(w.key, s, addrs))
+}
+
+// settlePackages ends a turn of w: when a change was made through its
+// Disk since the ledger last looked, the ledger looks at its lock again.
+// A run that wrote no file costs one comparison. (What replaces the
+// directory as a whole tells the ledger itself: metered, Fork.)
+func (m *Manager) settlePackages(w *ws) {
+	if m.cfg.Packages == nil {
+		return
+	}
+	m.mu.Lock()
+	disk, seen := w.disk, w.pkgSeen
+	m.mu.Unlock()
+	if disk == nil {
+		return
+	}
+	changes := disk.Changes()
+	if changes == seen {
+		return
+	}
+	m.recheckPackages(w, false)
+	m.mu.Lock()
+	if w.disk == disk {
+		w.pkgSeen = changes
+	}
+	m.mu.Unlock()
+}
+
+// openCharged opens w's Disk with its packages' charge on it, and makes
+// it w's. The ledger's mutex is held from the charge to the Disk being
+// w's, so that no change of the charge falls between.
+func (m *Manager) openCharged(w *ws) (Disk, error) {
+	disk, err := openDisk(w.dir, m.cfg.diskQuota(), m.budgetOf(w.key.pdir))
+	if err != nil {
+		return nil, err
+	}
+	if m.cfg.Packages == nil {
+		m.mu.Lock()
+		w.disk = disk
+		m.mu.Unlock()
+		return disk, nil
+	}
+	l := &m.pkgs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.loadLedgerLocked()
+	disk.SetExtra(l.chargeLocked(w.key))
+	m.mu.Lock()
+	w.disk, w.pkgSeen = disk, 0
+	m.mu.Unlock()
+	return disk, nil
+}
+
+// principalPackages calls set, under the ledger's mutex, with what the
+// ledger charges the principal whose directory is pdir: for a Budget
+// being measured, which no change may then pass by.
+func (m *Manager) principalPackages(pdir string, set func(pkgBytes int64)) {
+	if m.cfg.Packages == nil {
+		set(0)
+		return
+	}
+	l := &m.pkgs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.loadLedgerLocked()
+	set(l.principals[pdir])
+}
+
+// packagesFit refuses a lock (lockBytes long) that w is to have, or has,
+// when it, w's files and the packages only w would use with it would pass
+// w's disk quota or its principal's disk budget, naming the key.
 func (m *Manager) packagesFit(w *ws, disk Disk, lock *packages.Lock, lockBytes int) error {
 	budget := m.budgetOf(w.key.pdir)
 	if m.cfg.diskQuota() <= 0 && budget == nil {
 		return nil
 	}
-	unique := m.uniquePackageBytes(w, lock)
-	n := int64(lockBytes) + unique
+	addrs := lock.Addresses()
+	l := &m.pkgs
+	l.mu.Lock()
+	m.loadLedgerLocked()
+	for _, a := range addrs {
+		if _, ok := l.sizes[a]; !ok {
+			if n, ok := m.cfg.Packages.EntrySize(a); ok {
+				l.sizes[a] = n
+			}
+		}
+	}
+	// What w would pay with this lock: as uniqueLocked, with k's old
+	// lock out of the way.
+	var unique int64
+	for _, a := range addrs {
+		us := l.users[a]
+		_, mine := us[w.key]
+		if len(us) == 0 || (len(us) == 1 && mine) {
+			unique += l.sizes[a]
+		}
+	}
+	current := l.chargeLocked(w.key)
+	principalNow, principalWith := l.principals[w.key.pdir], l.principalChargeLocked(w.key.pdir, w.key, addrs)
+	l.mu.Unlock()
+	n := int64(lockBytes) + unique - current // the Disk counts current already
 	if need, ok := disk.Fits(LockPath, n); !ok {
 		return &Error{Code: LimitReached, Msg: fmt.Sprintf("these packages would pass the workspace's disk quota "+
-			"(workspace.max_disk_mib = %d): its files use %d bytes, and the packages only this workspace uses take %d "+
+			"(workspace.max_disk_mib = %d): its files and packages use %d bytes, and the packages only this workspace would use take %d "+
 			"(packages other workspaces use too are not counted); %d more bytes are needed; nothing was installed: "+
 			"delete files or packages (reset_workspace with files drops them) you no longer need, then try again",
 			m.cfg.MaxDiskMiB, disk.Used(), unique, need)}
 	}
-	if need, ok := disk.BudgetFits(LockPath, n); !ok {
-		return m.principalDiskFull(budget, fmt.Sprintf("installing these packages (%d bytes only this workspace uses)", unique), need)
+	if need, ok := disk.BudgetFits(LockPath, int64(lockBytes)+principalWith-principalNow); !ok {
+		return m.principalDiskFull(budget, fmt.Sprintf("installing these packages (%d bytes of packages only this token's workspaces would use)", principalWith), need)
 	}
 	return nil
 }

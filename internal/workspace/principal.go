@@ -50,7 +50,7 @@ func (m *Manager) budgetOf(pdir string) *guestfs.Budget {
 		if err != nil {
 			m.log.Warn("measure a principal's disk", zap.String("principal_dir", pdir), zap.Error(err))
 		}
-		pd.budget = guestfs.NewBudget(limit, used)
+		m.principalPackages(pdir, func(pkgBytes int64) { pd.budget = guestfs.NewBudget(limit, used+pkgBytes) })
 	})
 	return pd.budget
 }
@@ -110,16 +110,19 @@ func (m *Manager) removeImage(w *ws, lang string) error {
 
 // metered runs op, which changes w's files or state directory as a whole
 // (a reset, a deletion, a checkpoint's restore), and charges the change
-// to the principal's Budget. The caller holds w's turn.
+// to the principal's Budget, and what it did to w's packages lock to the
+// packages ledger. The caller holds w's turn.
 func (m *Manager) metered(w *ws, op func() error) error {
 	b := m.budgetOf(w.key.pdir)
 	if b == nil {
+		defer m.recheckPackages(w, false)
 		return op()
 	}
 	before, _ := guestfs.OwnUsage(w.dir, w.state)
 	err := op()
 	after, _ := guestfs.OwnUsage(w.dir, w.state)
 	b.Add(after - before)
+	m.recheckPackages(w, false)
 	return err
 }
 

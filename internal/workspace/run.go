@@ -196,15 +196,12 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	}
 	if disk == nil {
 		var err error
-		if disk, err = openDisk(w.dir, m.cfg.diskQuota(), m.budgetOf(w.key.pdir)); err != nil {
+		if disk, err = m.openCharged(w); err != nil {
 			if e := m.fds.check(err); e != nil {
 				return nil, e
 			}
 			return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
 		}
-		m.mu.Lock()
-		w.disk = disk
-		m.mu.Unlock()
 	}
 	if err := disk.Acquire(); err != nil {
 		if e := m.fds.check(err); e != nil {

@@ -123,6 +123,7 @@ func (m *Manager) forgetRootLocked(w *ws) {
 // workspace left free keeps its root open while it is among the
 // IdleRootsKept most recently used (keepRootLocked).
 func (m *Manager) releaseTurn(w *ws) {
+	m.settlePackages(w)
 	m.mu.Lock()
 	if e := w.waiters.Front(); e != nil {
 		wt := w.waiters.Remove(e).(*waiter)
