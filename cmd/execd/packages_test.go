@@ -396,3 +396,56 @@ func TestInstallPackagesHostileRegistry(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestPackagesChargeTheQuota: with the real binary and guest, a package
+// only one workspace uses takes room from that workspace's disk quota
+// beside its files; a second workspace installing it gives the room
+// back, the second one's reset takes it again at once, and a restart
+// measures the same from the locks on disk.
+func TestPackagesChargeTheQuota(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000) + "\nmodule.exports = 7;"})
+	data, cache := t.TempDir(), t.TempDir()
+	conf := fmt.Sprintf("[sandbox]\ncache_dir = %q\n[packages]\nnpm_registry = %q\npython_index = \"http://127.0.0.1:1/simple\"\n", cache, reg.URL())
+	d := startDaemon(t, data, "", conf, "max_disk_mib = 1")
+	c := newMCP(t, d.url, true)
+	install := func(c *mcp, ws string) {
+		t.Helper()
+		if sc, isErr := c.Tool("install_packages", map[string]any{"workspace": ws, "language": "javascript", "packages": []any{"big"}}); isErr {
+			t.Fatalf("install_packages in %s: %v", ws, sc)
+		}
+	}
+	// write writes n bytes to name and says what the package exports and
+	// what the write threw.
+	write := func(c *mcp, ws, name string, n int) string {
+		t.Helper()
+		sc, isErr := c.run(ws, fmt.Sprintf(`let err = ""; try { fs.writeFile("/workspace/%s", "x".repeat(%d)) } catch (e) { err = String(e) } require("big") + " " + err`, name, n))
+		if isErr {
+			t.Fatalf("%s: %v", ws, sc)
+		}
+		r, _ := sc["result"].(string)
+		return r
+	}
+	install(c, "a")
+	if r := write(c, "a", "data", 500_000); !strings.HasPrefix(r, `"7 `) || !strings.Contains(r, "rror") {
+		t.Fatalf("500 kB of files beside a 600 kB package only a uses, under 1 MiB: %s", r)
+	}
+	install(c, "b")
+	if r := write(c, "a", "data", 500_000); r != `"7 "` {
+		t.Fatalf("the same write once b uses the package too: %s", r)
+	}
+	if sc, isErr := c.Tool("reset_workspace", map[string]any{"workspace": "b", "files": true}); isErr {
+		t.Fatalf("reset_workspace: %v", sc)
+	}
+	if r := write(c, "a", "more", 1000); !strings.HasPrefix(r, `"7 `) || !strings.Contains(r, "rror") {
+		t.Errorf("a write once b dropped the package: %s", r)
+	}
+	d.stop()
+
+	d = startDaemon(t, data, "", conf, "max_disk_mib = 1")
+	c = newMCP(t, d.url, true)
+	if r := write(c, "a", "more", 1000); !strings.HasPrefix(r, `"7 `) || !strings.Contains(r, "rror") {
+		t.Errorf("a write after a restart: %s", r)
+	}
+	d.stop()
+}
