@@ -191,7 +191,11 @@ type Packages struct {
 	Deny            []string `toml:"deny"`
 	MaxPackageBytes int64    `toml:"max_package_bytes"`
 	MaxTotalBytes   int64    `toml:"max_total_bytes"`
-	FetchTimeout    Duration `toml:"fetch_timeout"`
+	// MaxCacheBytes bounds the cache: past it, entries no workspace's lock
+	// (nor a checkpoint's) uses are removed, least recently used first.
+	// 0: no limit.
+	MaxCacheBytes int64    `toml:"max_cache_bytes"`
+	FetchTimeout  Duration `toml:"fetch_timeout"`
 }
 
 // Log configures the zap logger (always stderr).
@@ -270,6 +274,7 @@ func Default() Config {
 			Deny:            []string{},
 			MaxPackageBytes: 64 << 20,
 			MaxTotalBytes:   512 << 20,
+			MaxCacheBytes:   4 << 30,
 			FetchTimeout:    Duration{60 * time.Second},
 		},
 		CodeMode: CodeMode{DescriptionBudget: 4096},
@@ -557,6 +562,9 @@ func (c *Config) validatePackages(bad func(key, format string, args ...any)) {
 	}
 	if v := p.MaxTotalBytes; v < p.MaxPackageBytes || v > 1<<40 {
 		bad("packages.max_total_bytes", "must be between packages.max_package_bytes (%d) and 1099511627776 (1 TiB), got %d", p.MaxPackageBytes, v)
+	}
+	if v := p.MaxCacheBytes; v != 0 && (v < p.MaxTotalBytes || v > 1<<50) {
+		bad("packages.max_cache_bytes", "must be 0 (no limit) or between packages.max_total_bytes (%d) and 1125899906842624 (1 PiB), got %d", p.MaxTotalBytes, v)
 	}
 	if d := p.FetchTimeout.Duration; d < time.Second || d > time.Hour {
 		bad("packages.fetch_timeout", "must be between 1s and 1h, got %s", p.FetchTimeout)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,22 @@ type store struct {
 	mu       sync.Mutex
 	inflight map[string]*fill
 	fresh    map[string]bool // entries this process made that no one has kept yet (Service.DiscardUnkept)
+	// entries are the entries the store knows (found at start, made or
+	// found since), with their bytes and when last used; total their
+	// bytes. Entries another process makes are known once looked up.
+	entries map[string]*entryUse
+	total   int64
+	// stuck is the total an evict left above its limit with every entry
+	// in use, and when: until the total changes or a minute passes, evict
+	// does not look again (looking reads every lock on disk).
+	stuck   int64
+	stuckAt time.Time
+}
+
+// entryUse is an entry's bytes and when it was last looked up or made.
+type entryUse struct {
+	bytes int64
+	used  time.Time
 }
 
 type fill struct {
@@ -62,9 +79,45 @@ func newStore(root string) (*store, error) {
 	if err := os.MkdirAll(filepath.Join(root, ".tmp"), 0o755); err != nil {
 		return nil, err
 	}
-	s := &store{root: root, inflight: map[string]*fill{}, fresh: map[string]bool{}}
+	s := &store{root: root, inflight: map[string]*fill{}, fresh: map[string]bool{}, entries: map[string]*entryUse{}}
 	s.sweep(time.Now().Add(-time.Hour))
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") || !e.IsDir() {
+			continue
+		}
+		if m, ok := s.readMeta(e.Name()); ok {
+			used := time.Time{}
+			if info, err := e.Info(); err == nil {
+				used = info.ModTime()
+			}
+			s.noteLocked(e.Name(), m.Bytes, used)
+		}
+	}
 	return s, nil
+}
+
+// noteLocked records that the entry at addr, of bytes, was used at t.
+// Callers hold s.mu (or own s alone).
+func (s *store) noteLocked(addr string, bytes int64, t time.Time) {
+	e := s.entries[addr]
+	if e == nil {
+		e = &entryUse{bytes: bytes}
+		s.entries[addr] = e
+		s.total += bytes
+	}
+	if t.After(e.used) {
+		e.used = t
+	}
+}
+
+// forgetLocked drops the entry at addr from what the store knows.
+// Callers hold s.mu.
+func (s *store) forgetLocked(addr string) {
+	if e := s.entries[addr]; e != nil {
+		s.total -= e.bytes
+		delete(s.entries, addr)
+	}
 }
 
 // sweep removes temporary directories older than before: what a process
@@ -93,8 +146,19 @@ func removeAll(dir string) {
 // pkgDir is where an entry's files are, relative to the store's root.
 func pkgDir(addr string) string { return addr + "/pkg" }
 
-// lookup reads an entry's meta, if the entry is there.
+// lookup reads an entry's meta, if the entry is there, and notes the use.
 func (s *store) lookup(addr string) (entryMeta, bool) {
+	m, ok := s.readMeta(addr)
+	if ok {
+		s.mu.Lock()
+		s.noteLocked(addr, m.Bytes, time.Now())
+		s.mu.Unlock()
+	}
+	return m, ok
+}
+
+// readMeta reads an entry's meta, if the entry is there.
+func (s *store) readMeta(addr string) (entryMeta, bool) {
 	b, err := os.ReadFile(filepath.Join(s.root, addr, "meta.json"))
 	if err != nil {
 		return entryMeta{}, false
@@ -161,14 +225,13 @@ func (s *store) create(addr string, build func(dir string) (entryMeta, error)) (
 	}
 	s.mu.Lock()
 	s.fresh[addr] = true
+	s.noteLocked(addr, m.Bytes, time.Now())
 	s.mu.Unlock()
 	return m, nil
 }
 
 // discardUnkept removes the fresh entries kept says no one keeps, and
-// forgets the others (kept now, they are no longer fresh). An entry
-// leaves its address at once (renamed aside, then removed), so a lookup
-// never sees it half removed.
+// forgets the others (kept now, they are no longer fresh).
 func (s *store) discardUnkept(kept func(addr string) bool) (n int, bytes int64) {
 	s.mu.Lock()
 	var drop []string
@@ -183,18 +246,78 @@ func (s *store) discardUnkept(kept func(addr string) bool) (n int, bytes int64) 
 	}
 	s.mu.Unlock()
 	for _, a := range drop {
-		m, _ := s.lookup(a)
-		aside, err := os.MkdirTemp(filepath.Join(s.root, ".tmp"), a+"-gone-*")
-		if err != nil {
-			continue
-		}
-		if err := os.Rename(filepath.Join(s.root, a), filepath.Join(aside, "entry")); err == nil {
+		if b, ok := s.remove(a); ok {
 			n++
-			bytes += m.Bytes
+			bytes += b
 		}
-		removeAll(aside)
 	}
 	return n, bytes
+}
+
+// evict removes entries until the ones the store knows take at most
+// limit bytes: least recently used first, never one kept says is kept,
+// one being made, or one used since notBefore. It returns how many it
+// removed and their bytes, and the bytes the known entries take after.
+func (s *store) evict(limit int64, notBefore time.Time, kept func(addr string) bool) (n int, bytes, total int64) {
+	s.mu.Lock()
+	if s.total <= limit || (s.total == s.stuck && time.Since(s.stuckAt) < time.Minute) {
+		total = s.total
+		s.mu.Unlock()
+		return 0, 0, total
+	}
+	type cand struct {
+		addr string
+		use  entryUse
+	}
+	var cands []cand
+	waiting := false // an entry is kept only for now
+	for a, e := range s.entries {
+		if _, filling := s.inflight[a]; filling || !e.used.Before(notBefore) {
+			waiting = true
+			continue
+		}
+		cands = append(cands, cand{a, *e})
+	}
+	over := s.total - limit
+	s.mu.Unlock()
+	sort.Slice(cands, func(i, j int) bool { return cands[i].use.used.Before(cands[j].use.used) })
+	for _, c := range cands {
+		if bytes >= over {
+			break
+		}
+		if kept(c.addr) {
+			continue
+		}
+		if b, ok := s.remove(c.addr); ok {
+			n++
+			bytes += b
+		}
+	}
+	s.mu.Lock()
+	total = s.total
+	if total > limit && !waiting {
+		s.stuck, s.stuckAt = total, time.Now()
+	}
+	s.mu.Unlock()
+	return n, bytes, total
+}
+
+// remove takes the entry at addr out of the cache: it leaves its address
+// at once (renamed aside, then removed), so a lookup never sees it half
+// removed. It returns the entry's bytes and whether it was there.
+func (s *store) remove(addr string) (int64, bool) {
+	m, _ := s.readMeta(addr)
+	aside, err := os.MkdirTemp(filepath.Join(s.root, ".tmp"), addr+"-gone-*")
+	if err != nil {
+		return 0, false
+	}
+	defer removeAll(aside)
+	err = os.Rename(filepath.Join(s.root, addr), filepath.Join(aside, "entry"))
+	s.mu.Lock()
+	delete(s.fresh, addr)
+	s.forgetLocked(addr)
+	s.mu.Unlock()
+	return m.Bytes, err == nil
 }
 
 // digest is one hash of an integrity string.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -23,6 +24,9 @@ type Options struct {
 	// Client replaces the HTTP client altogether (tests); nil: execd's
 	// own, built from TLS.
 	Client *http.Client
+	// EvictGrace is how long an entry is kept after its last use whatever
+	// else (Evict); 0: a minute.
+	EvictGrace time.Duration
 }
 
 // Service resolves, fetches, verifies and caches packages. It is safe for
@@ -35,6 +39,8 @@ type Service struct {
 	store *store
 	allow []namePattern
 	deny  []namePattern
+	// evictGrace: Options.EvictGrace.
+	evictGrace time.Duration
 }
 
 // New builds the Service of the configuration, with its cache under
@@ -52,10 +58,14 @@ func New(cfg config.Packages, cacheDir string, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("packages: the cache: %w", err)
 	}
 	s := &Service{
-		cfg:   cfg,
-		log:   opts.Log,
-		fetch: &fetcher{client: client, timeout: cfg.FetchTimeout.Duration, maxBytes: cfg.MaxPackageBytes},
-		store: st,
+		cfg:        cfg,
+		log:        opts.Log,
+		fetch:      &fetcher{client: client, timeout: cfg.FetchTimeout.Duration, maxBytes: cfg.MaxPackageBytes},
+		store:      st,
+		evictGrace: opts.EvictGrace,
+	}
+	if s.evictGrace <= 0 {
+		s.evictGrace = time.Minute
 	}
 	for _, p := range cfg.Allow {
 		s.allow = append(s.allow, parseNamePattern(p))

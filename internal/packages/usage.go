@@ -1,5 +1,7 @@
 package packages
 
+import "time"
+
 // Addresses are the cache addresses of every package the lock pins
 // (npm and Python), each once: what a workspace of this lock uses of the
 // shared cache.
@@ -35,4 +37,19 @@ func (s *Service) EntrySize(addr string) (int64, bool) {
 // entry is under way (an entry it found would vanish under it).
 func (s *Service) DiscardUnkept(kept func(addr string) bool) (entries int, bytes int64) {
 	return s.store.discardUnkept(kept)
+}
+
+// Evict removes cached entries no one keeps, least recently used first,
+// until the entries the cache knows take at most
+// packages.max_cache_bytes (0: no limit, nothing is removed). An entry
+// used within the last Options.EvictGrace is kept whatever kept says. It
+// returns how many it removed, their bytes, and the bytes the cache's
+// entries take after. kept is asked only when something must go; the
+// caller makes sure, as for DiscardUnkept, that nothing of its own is
+// under way that could use an entry without kept knowing.
+func (s *Service) Evict(kept func(addr string) bool) (entries int, bytes, total int64) {
+	if s.cfg.MaxCacheBytes <= 0 {
+		return 0, 0, 0
+	}
+	return s.store.evict(s.cfg.MaxCacheBytes, time.Now().Add(-s.evictGrace), kept)
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -418,5 +421,70 @@ func TestPackagesChargeStands(t *testing.T) {
 	}
 	if err := write(m3, "e", 900_000); err != nil {
 		t.Errorf("the package used by another principal too: %v", err)
+	}
+}
+
+// TestPackagesCacheKeptToItsSize: past packages.max_cache_bytes, the
+// entries no lock uses leave the cache, least recently used first; those
+// a workspace's or a checkpoint's lock uses stay, however far past.
+func TestPackagesCacheKeptToItsSize(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	for _, n := range []string{"big1", "big2", "big3"} {
+		reg.Add(t, n, "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat(n[3:], 600_000)})
+	}
+	cfg := config.Default().Packages
+	cfg.NPMRegistry, cfg.PythonIndex, cfg.MaxCacheBytes = reg.URL(), "http://127.0.0.1:1/simple", 1_000_000
+	svc, err := packages.New(cfg, t.TempDir(), packages.Options{Log: zap.NewNop(), EvictGrace: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{Packages: svc}, newFakeFactory())
+	ctx := context.Background()
+	install := func(id, name string) {
+		t.Helper()
+		if _, err := m.InstallPackages(ctx, "p", id, "javascript", []string{name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func() string { // the names in the cache entries' meta.json
+		t.Helper()
+		metas, _ := filepath.Glob(filepath.Join(svc.CacheDir(), "sha*", "meta.json"))
+		var got []string
+		for _, p := range metas {
+			var meta struct{ Name string }
+			if b, err := os.ReadFile(p); err != nil || json.Unmarshal(b, &meta) != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			got = append(got, meta.Name)
+		}
+		sort.Strings(got)
+		return strings.Join(got, " ")
+	}
+	install("a", "big1")
+	install("b", "big2")
+	if got := cached(); got != "big1 big2" {
+		t.Fatalf("two packages in use, past the cache's size: cached %q, want both", got)
+	}
+	if _, err := m.Checkpoint(ctx, "p", "b", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := m.Reset(ctx, "p", id, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install("c", "big3") // the next install ends with the cache past its size
+	if got := cached(); got != "big2 big3" {
+		t.Errorf("after a's and b's resets and c's install: cached %q, want big2 (b's checkpoint uses it) and big3", got)
+	}
+	if err := m.RestoreCheckpoint(ctx, "p", "b", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(reg.Requests())
+	if v := *run(t, m, "p", "b", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, `"tree"`) || strings.Contains(v, "error") {
+		t.Errorf("the restored checkpoint's packages: %s", v)
+	}
+	if got := reg.Requests()[asked:]; len(got) != 0 {
+		t.Errorf("the restored checkpoint's packages were fetched again: %v", got)
 	}
 }

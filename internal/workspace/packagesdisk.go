@@ -316,7 +316,41 @@ func (m *Manager) beginPackages() (end func()) {
 		if n > 0 {
 			m.log.Info("removed packages no workspace kept", zap.Int("entries", n), zap.Int64("bytes", b))
 		}
+		var onDisk map[string]bool
+		n, b, total := m.cfg.Packages.Evict(func(a string) bool {
+			if len(l.users[a]) > 0 {
+				return true
+			}
+			if onDisk == nil {
+				onDisk = m.locksOnDisk()
+			}
+			return onDisk[a]
+		})
+		if n > 0 {
+			m.log.Info("removed the least recently used packages no lock uses (packages.max_cache_bytes)",
+				zap.Int("entries", n), zap.Int64("bytes", b), zap.Int64("cache_bytes", total))
+		}
 	}
+}
+
+// locksOnDisk are the cache addresses every lock on disk uses: each
+// workspace's (read again, for another executor sharing data_dir may
+// have changed them), each checkpoint's, and those of forks and restores
+// being built. A lock that does not parse uses nothing.
+func (m *Manager) locksOnDisk() map[string]bool {
+	out := map[string]bool{}
+	for _, pattern := range []string{
+		filepath.Join(m.cfg.DataDir, "*", "*", LockPath),
+		filepath.Join(m.cfg.DataDir, "*", stateDirName, "*", checkpointDirName, "*", filesDirName, LockPath),
+	} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			for _, a := range readLockFile(p).Addresses() {
+				out[a] = true
+			}
+		}
+	}
+	return out
 }
 
 // recheckPackages reads w's lock again if it changed since the ledger
