@@ -224,6 +224,10 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		if errno != 0 {
 			fail(errno.Error())
 		}
+	case len(f) == 3 && f[0] == "ln": // ln target link
+		if errno := r.fsys.Symlink(f[1], f[2]); errno != 0 {
+			fail(errno.Error())
+		}
 	case len(f) == 2 && f[0] == "rm":
 		if errno := r.fsys.Unlink(f[1]); errno != 0 {
 			fail(errno.Error())

@@ -488,3 +488,33 @@ func TestPackagesCacheKeptToItsSize(t *testing.T) {
 		t.Errorf("the restored checkpoint's packages were fetched again: %v", got)
 	}
 }
+
+// TestPackagesChargeALinkedLock: a lock that is a link to another file of
+// the workspace is read through the link, by the guest's loader and by
+// the charge alike.
+func TestPackagesChargeALinkedLock(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000)})
+	svc := newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	ctx := context.Background()
+	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"big1"}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := m.ReadFile(ctx, "p", "a", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(ctx, "p", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteFile(ctx, "p", "b", ".execd/real.json", lock.Data); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "b", "ln real.json .execd/packages.lock.json"); out.Result.Status != StatusOK {
+		t.Fatalf("ln: %+v", out.Result)
+	}
+	if _, err := m.WriteFile(ctx, "p", "b", "data.bin", make([]byte, 500_000)); err == nil {
+		t.Error("500 kB of files beside the 600 kB package a linked lock names, under 1 MiB: written")
+	}
+}

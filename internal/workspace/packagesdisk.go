@@ -68,10 +68,12 @@ type lockStamp struct {
 	ino  uint64
 }
 
-// stampLock is the stamp of the lock at p: zero when there is none, or
-// it is not a regular file (nothing then reads it as a lock).
+// stampLock is the stamp of the lock at p, through a link as the guest's
+// view reads it (a link in a workspace points only within it): zero when
+// there is none, or it is not a regular file (nothing then reads it as a
+// lock).
 func stampLock(p string) lockStamp {
-	info, err := os.Lstat(p)
+	info, err := os.Stat(p)
 	if err != nil || !info.Mode().IsRegular() {
 		return lockStamp{}
 	}
