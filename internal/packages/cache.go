@@ -34,9 +34,9 @@ type store struct {
 	// bytes. Entries another process makes are known once looked up.
 	entries map[string]*entryUse
 	total   int64
-	// stuck is the total an evict left above its limit with every entry
-	// in use, and when: until the total changes or a minute passes, evict
-	// does not look again (looking reads every lock on disk).
+	// stuck is the total an evict left above its limit, and when: until
+	// the total changes or a minute passes, evict does not look again
+	// (looking reads every lock on disk).
 	stuck   int64
 	stuckAt time.Time
 }
@@ -255,10 +255,12 @@ func (s *store) discardUnkept(kept func(addr string) bool) (n int, bytes int64) 
 }
 
 // evict removes entries until the ones the store knows take at most
-// limit bytes: least recently used first, never one kept says is kept,
-// one being made, or one used since notBefore. It returns how many it
-// removed and their bytes, and the bytes the known entries take after.
-func (s *store) evict(limit int64, notBefore time.Time, kept func(addr string) bool) (n int, bytes, total int64) {
+// limit bytes: least recently used first among those rank says
+// EvictFirst, then among those it says EvictLast; never one it says
+// NeverEvict, one being made, or one used since notBefore. It returns
+// how many it removed and their bytes, and the bytes the known entries
+// take after.
+func (s *store) evict(limit int64, notBefore time.Time, rank func(addr string) int) (n int, bytes, total int64) {
 	s.mu.Lock()
 	if s.total <= limit || (s.total == s.stuck && time.Since(s.stuckAt) < time.Minute) {
 		total = s.total
@@ -267,35 +269,47 @@ func (s *store) evict(limit int64, notBefore time.Time, kept func(addr string) b
 	}
 	type cand struct {
 		addr string
-		use  entryUse
+		used time.Time
 	}
 	var cands []cand
-	waiting := false // an entry is kept only for now
 	for a, e := range s.entries {
 		if _, filling := s.inflight[a]; filling || !e.used.Before(notBefore) {
-			waiting = true
 			continue
 		}
-		cands = append(cands, cand{a, *e})
+		cands = append(cands, cand{a, e.used})
 	}
 	over := s.total - limit
 	s.mu.Unlock()
-	sort.Slice(cands, func(i, j int) bool { return cands[i].use.used.Before(cands[j].use.used) })
+	sort.Slice(cands, func(i, j int) bool { return cands[i].used.Before(cands[j].used) })
+	var last []string
 	for _, c := range cands {
 		if bytes >= over {
 			break
 		}
-		if kept(c.addr) {
-			continue
+		switch rank(c.addr) {
+		case EvictFirst:
+			if b, ok := s.remove(c.addr); ok {
+				n++
+				bytes += b
+			}
+		case EvictLast:
+			last = append(last, c.addr)
 		}
-		if b, ok := s.remove(c.addr); ok {
+	}
+	for _, a := range last {
+		if bytes >= over {
+			break
+		}
+		if b, ok := s.remove(a); ok {
 			n++
 			bytes += b
 		}
 	}
 	s.mu.Lock()
 	total = s.total
-	if total > limit && !waiting {
+	if total > limit {
+		// What is left is in use, or used lately: do not read every lock
+		// again for the same total before a minute has passed.
 		s.stuck, s.stuckAt = total, time.Now()
 	}
 	s.mu.Unlock()

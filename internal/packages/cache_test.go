@@ -29,25 +29,34 @@ func TestStoreEvictsLeastRecentlyUsed(t *testing.T) {
 		add(a)
 	}
 	s.lookup("sha256-a") // used last
-	if n, _, _ := s.evict(250, start, func(string) bool { return false }); n != 0 {
+	free := func(string) int { return EvictFirst }
+	if n, _, _ := s.evict(250, start, free); n != 0 {
 		t.Errorf("entries all used since the grace began: %d removed", n)
 	}
-	n, bytes, total := s.evict(250, time.Now(), func(a string) bool { return a == "sha256-b" })
-	if n != 2 || bytes != 200 || total != 200 {
-		t.Errorf("evict = %d entries, %d bytes, %d left; want 2, 200, 200", n, bytes, total)
+	add("sha256-e") // the total changes: evict looks again
+	s.lookup("sha256-a")
+	// a and b in use, c kept for last: d and e go first, and as they are
+	// not enough, c.
+	rank := map[string]int{"sha256-a": NeverEvict, "sha256-b": NeverEvict, "sha256-c": EvictLast}
+	n, bytes, total := s.evict(250, time.Now(), func(a string) int { return rank[a] })
+	if n != 3 || bytes != 300 || total != 200 {
+		t.Errorf("evict = %d entries, %d bytes, %d left; want 3, 300, 200", n, bytes, total)
 	}
-	for a, want := range map[string]bool{"sha256-a": true, "sha256-b": true, "sha256-c": false, "sha256-d": false} {
+	for a, want := range map[string]bool{"sha256-a": true, "sha256-b": true, "sha256-c": false, "sha256-d": false, "sha256-e": false} {
 		if has(a) != want {
 			t.Errorf("%s cached: %v, want %v", a, has(a), want)
 		}
 	}
 	// All left in use: the next look, with nothing changed, reads no lock.
 	asked := 0
-	if n, _, _ := s.evict(100, time.Now(), func(string) bool { asked++; return true }); n != 0 || asked == 0 {
-		t.Fatalf("every entry kept: %d removed, kept asked %d times", n, asked)
+	s.mu.Lock()
+	s.stuck = 0
+	s.mu.Unlock()
+	if n, _, _ := s.evict(100, time.Now(), func(string) int { asked++; return NeverEvict }); n != 0 || asked == 0 {
+		t.Fatalf("every entry kept: %d removed, rank asked %d times", n, asked)
 	}
 	asked = 0
-	s.evict(100, time.Now(), func(string) bool { asked++; return true })
+	s.evict(100, time.Now(), func(string) int { asked++; return NeverEvict })
 	if asked != 0 {
 		t.Errorf("looked again with nothing changed: kept asked %d times", asked)
 	}

@@ -39,17 +39,33 @@ func (s *Service) DiscardUnkept(kept func(addr string) bool) (entries int, bytes
 	return s.store.discardUnkept(kept)
 }
 
-// Evict removes cached entries no one keeps, least recently used first,
-// until the entries the cache knows take at most
-// packages.max_cache_bytes (0: no limit, nothing is removed). An entry
-// used within the last Options.EvictGrace is kept whatever kept says. It
-// returns how many it removed, their bytes, and the bytes the cache's
-// entries take after. kept is asked only when something must go; the
-// caller makes sure, as for DiscardUnkept, that nothing of its own is
-// under way that could use an entry without kept knowing.
-func (s *Service) Evict(kept func(addr string) bool) (entries int, bytes, total int64) {
+// Keep says that a workspace uses the entry at addr: if this process
+// fetched it, DiscardUnkept leaves it alone from now on.
+func (s *Service) Keep(addr string) {
+	s.store.mu.Lock()
+	delete(s.store.fresh, addr)
+	s.store.mu.Unlock()
+}
+
+// Ranks of an entry for Evict.
+const (
+	EvictFirst = iota // no one uses it
+	EvictLast         // removed only when the EvictFirst ones are not enough
+	NeverEvict        // in use
+)
+
+// Evict removes cached entries, least recently used first, until the
+// entries the cache knows take at most packages.max_cache_bytes (0: no
+// limit, nothing is removed): those rank says EvictFirst, then, if that
+// is not enough, those it says EvictLast; never one it says NeverEvict,
+// nor one used within the last Options.EvictGrace. It returns how many
+// it removed, their bytes, and the bytes the cache's entries take after.
+// rank is asked only when something must go; the caller makes sure, as
+// for DiscardUnkept, that nothing of its own is under way that could use
+// an entry without rank knowing.
+func (s *Service) Evict(rank func(addr string) int) (entries int, bytes, total int64) {
 	if s.cfg.MaxCacheBytes <= 0 {
 		return 0, 0, 0
 	}
-	return s.store.evict(s.cfg.MaxCacheBytes, time.Now().Add(-s.evictGrace), kept)
+	return s.store.evict(s.cfg.MaxCacheBytes, time.Now().Add(-s.evictGrace), rank)
 }

@@ -228,6 +228,31 @@ func (r *fakeRunner) Run(ctx context.Context, code string, opts worker.RunOption
 		if errno := r.fsys.Symlink(f[1], f[2]); errno != 0 {
 			fail(errno.Error())
 		}
+	case len(f) == 3 && f[0] == "overwrite": // overwrite src dst: dst gets src's bytes in place, and its times back
+		st, errno := r.fsys.Stat(f[2])
+		var data []byte
+		if errno == 0 {
+			var src sys.File
+			if src, errno = r.fsys.OpenFile(f[1], sys.O_RDONLY, 0); errno == 0 {
+				buf := make([]byte, 1<<20)
+				n, _ := src.Read(buf)
+				data = buf[:n]
+				src.Close()
+			}
+		}
+		if errno == 0 {
+			var dst sys.File
+			if dst, errno = r.fsys.OpenFile(f[2], sys.O_WRONLY|sys.O_TRUNC, 0); errno == 0 {
+				_, errno = dst.Write(data)
+				dst.Close()
+			}
+		}
+		if errno == 0 {
+			errno = r.fsys.Utimens(f[2], st.Atim, st.Mtim)
+		}
+		if errno != 0 {
+			fail(errno.Error())
+		}
 	case len(f) == 2 && f[0] == "rm":
 		if errno := r.fsys.Unlink(f[1]); errno != 0 {
 			fail(errno.Error())

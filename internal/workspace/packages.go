@@ -131,13 +131,18 @@ func (m *Manager) install(ctx context.Context, w *ws, disk Disk, lang string, sp
 	if err != nil {
 		return Installed{}, &Error{Code: PackagesFailed, Msg: "could not write the packages lock", Err: err}
 	}
-	if err := m.packagesFit(w, disk, lock, len(b)); err != nil {
+	m.fitPackages(w, disk, func(fit func(*packages.Lock, int) error) {
+		if err = fit(lock, len(b)); err != nil {
+			return
+		}
+		if _, werr := disk.WriteFile(LockPath, b); werr != nil {
+			err = fileError(LockPath, werr, "write")
+		}
+		m.recheckLocked(w, false)
+	})
+	if err != nil {
 		return Installed{}, err
 	}
-	if _, err := disk.WriteFile(LockPath, b); err != nil {
-		return Installed{}, fileError(LockPath, err, "write")
-	}
-	m.recheckPackages(w, false)
 	m.accepted.set(w.dir, viewOp(lang), lockGen(b))
 	had := map[string]string{}
 	for _, p := range lockedPackages(old, lang) {
@@ -351,24 +356,24 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
 		ans, ok := p.view(ctx, req.Op, lock, gen, nil)
-		if !ok {
-			return ans
-		}
 		// A lock no install of this process wrote (the code wrote it, or
 		// execd restarted) is held to the disk as an install is, once:
 		// its view may have fetched what the cache lacked. What it
-		// fetched is charged either way (the lock uses it).
+		// fetched is charged either way, even when the view failed part
+		// way (the lock uses it).
 		var refused error
-		if gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
-			size := int64(0)
-			if info, err := p.disk.Info(LockPath); err == nil {
-				size = info.Size()
+		p.m.fitPackages(p.w, p.disk, func(fit func(*packages.Lock, int) error) {
+			if ok && gen != "" && !p.m.accepted.is(p.w.dir, req.Op, gen) {
+				size := int64(0)
+				if info, err := p.disk.Info(LockPath); err == nil {
+					size = info.Size()
+				}
+				if refused = fit(lock, int(size)); refused == nil {
+					p.m.accepted.set(p.w.dir, req.Op, gen)
+				}
 			}
-			if refused = p.m.packagesFit(p.w, p.disk, lock, int(size)); refused == nil {
-				p.m.accepted.set(p.w.dir, req.Op, gen)
-			}
-		}
-		p.m.recheckPackages(p.w, true)
+			p.m.recheckLocked(p.w, true)
+		})
 		if refused != nil {
 			return pkgFailure(refused)
 		}

@@ -425,15 +425,16 @@ func TestPackagesChargeStands(t *testing.T) {
 }
 
 // TestPackagesCacheKeptToItsSize: past packages.max_cache_bytes, the
-// entries no lock uses leave the cache, least recently used first; those
-// a workspace's or a checkpoint's lock uses stay, however far past.
+// entries no lock uses leave the cache, least recently used first, then
+// if that is not enough those only a checkpoint's lock uses (a restore
+// fetches them again); those a workspace's lock uses stay.
 func TestPackagesCacheKeptToItsSize(t *testing.T) {
 	reg := packagestest.NewNPM(t)
-	for _, n := range []string{"big1", "big2", "big3"} {
+	for _, n := range []string{"big1", "big2", "big3", "big4"} {
 		reg.Add(t, n, "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat(n[3:], 600_000)})
 	}
 	cfg := config.Default().Packages
-	cfg.NPMRegistry, cfg.PythonIndex, cfg.MaxCacheBytes = reg.URL(), "http://127.0.0.1:1/simple", 1_000_000
+	cfg.NPMRegistry, cfg.PythonIndex, cfg.MaxCacheBytes = reg.URL(), "http://127.0.0.1:1/simple", 1_300_000
 	svc, err := packages.New(cfg, t.TempDir(), packages.Options{Log: zap.NewNop(), EvictGrace: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
@@ -460,11 +461,21 @@ func TestPackagesCacheKeptToItsSize(t *testing.T) {
 		sort.Strings(got)
 		return strings.Join(got, " ")
 	}
+	restored := func(fetched bool) {
+		t.Helper()
+		if err := m.RestoreCheckpoint(ctx, "p", "b", "kept"); err != nil {
+			t.Fatal(err)
+		}
+		asked := len(reg.Requests())
+		if v := *run(t, m, "p", "b", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, `"tree"`) || strings.Contains(v, "error") {
+			t.Errorf("the restored checkpoint's packages: %s", v)
+		}
+		if got := reg.Requests()[asked:]; (len(got) != 0) != fetched {
+			t.Errorf("the restored checkpoint's packages: fetched %v, want fetched %v", got, fetched)
+		}
+	}
 	install("a", "big1")
 	install("b", "big2")
-	if got := cached(); got != "big1 big2" {
-		t.Fatalf("two packages in use, past the cache's size: cached %q, want both", got)
-	}
 	if _, err := m.Checkpoint(ctx, "p", "b", "kept"); err != nil {
 		t.Fatal(err)
 	}
@@ -473,19 +484,21 @@ func TestPackagesCacheKeptToItsSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	install("c", "big3") // the next install ends with the cache past its size
+	install("c", "big3") // past the size: big1, used by no lock, goes
 	if got := cached(); got != "big2 big3" {
 		t.Errorf("after a's and b's resets and c's install: cached %q, want big2 (b's checkpoint uses it) and big3", got)
 	}
-	if err := m.RestoreCheckpoint(ctx, "p", "b", "kept"); err != nil {
+	restored(false)
+	if err := m.Reset(ctx, "p", "b", true); err != nil {
 		t.Fatal(err)
 	}
-	asked := len(reg.Requests())
-	if v := *run(t, m, "p", "b", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, `"tree"`) || strings.Contains(v, "error") {
-		t.Errorf("the restored checkpoint's packages: %s", v)
+	install("d", "big4") // past the size again: only big2 can go
+	if got := cached(); got != "big3 big4" {
+		t.Errorf("after d's install: cached %q, want c's and d's packages", got)
 	}
-	if got := reg.Requests()[asked:]; len(got) != 0 {
-		t.Errorf("the restored checkpoint's packages were fetched again: %v", got)
+	restored(true)
+	if got := cached(); got != "big2 big3 big4" {
+		t.Errorf("after the restore's view: cached %q, want all three in use", got)
 	}
 }
 
@@ -516,5 +529,87 @@ func TestPackagesChargeALinkedLock(t *testing.T) {
 	}
 	if _, err := m.WriteFile(ctx, "p", "b", "data.bin", make([]byte, 500_000)); err == nil {
 		t.Error("500 kB of files beside the 600 kB package a linked lock names, under 1 MiB: written")
+	}
+}
+
+// TestPackagesChargeALockRewrittenInPlace: the code rewriting the lock in
+// place at the same size, and setting its times back, is seen all the
+// same.
+func TestPackagesChargeALockRewrittenInPlace(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	reg.Add(t, "big1", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("a", 600_000)})
+	reg.Add(t, "tiny", "1.0.0", nil, map[string]string{"index.js": "//x"})
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	ctx := context.Background()
+	lockOf := func(id, name string) []byte {
+		t.Helper()
+		if _, err := m.InstallPackages(ctx, "p", id, "javascript", []string{name}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := m.ReadFile(ctx, "p", id, LockPath, 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Delete(ctx, "p", id); err != nil {
+			t.Fatal(err)
+		}
+		return f.Data
+	}
+	big, small := lockOf("x", "big1"), lockOf("y", "tiny")
+	for len(small) < len(big) { // the same size: JSON allows trailing spaces
+		small = append(small, ' ')
+	}
+	for len(big) < len(small) {
+		big = append(big, ' ')
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", ".execd/big.json", big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, small); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(t, m, "p", "a", "overwrite .execd/big.json .execd/packages.lock.json"); out.Result.Status != StatusOK {
+		t.Fatalf("overwrite: %+v", out.Result)
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", "data.bin", make([]byte, 500_000)); err == nil {
+		t.Error("500 kB of files beside the 600 kB package of a lock rewritten in place, under 1 MiB: written")
+	}
+}
+
+// TestPackagesChargeAFailedView: a lock the code wrote, naming packages
+// the cache lacks, is charged for what its view fetched even when the
+// view then fails (here: packages.max_total_bytes, known only once the
+// packages are unpacked).
+func TestPackagesChargeAFailedView(t *testing.T) {
+	reg := packagestest.NewNPM(t)
+	var names []string
+	for _, n := range []string{"g1", "g2", "g3", "g4", "g5"} {
+		reg.Add(t, n, "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat(n, 120_000)})
+		names = append(names, n)
+	}
+	ctx := context.Background()
+	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
+	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "javascript", names); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default().Packages
+	cfg.NPMRegistry, cfg.PythonIndex, cfg.MaxPackageBytes, cfg.MaxTotalBytes = reg.URL(), "http://127.0.0.1:1/simple", 1_000_000, 1_000_000
+	svc, err := packages.New(cfg, t.TempDir(), packages.Options{Log: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, lock.Data); err != nil {
+		t.Fatal(err)
+	}
+	if v := *run(t, m, "p", "a", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, "max_total_bytes") {
+		t.Fatalf("the view of a lock past packages.max_total_bytes: %s", v)
+	}
+	if _, err := m.WriteFile(ctx, "p", "a", "data.bin", make([]byte, 700_000)); err == nil {
+		t.Error("700 kB of files beside 600 kB of packages a failed view fetched, under 1 MiB: written")
 	}
 }

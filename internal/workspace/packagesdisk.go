@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,6 +48,7 @@ type pkgLedger struct {
 	locks      map[key]*lockUse            // the workspaces with a lock
 	users      map[string]map[key]struct{} // by cache address: whose locks use it
 	sizes      map[string]int64            // unpacked bytes by address, of entries found in the cache
+	unsized    map[string]bool             // addresses in use the cache lacked when last asked (resizeLocked)
 	principals map[string]int64            // by principal directory: its charge, when not 0
 	ops        int                         // installs and views under way (beginPackages)
 }
@@ -61,11 +61,13 @@ type lockUse struct {
 }
 
 // lockStamp tells a lock file's versions apart without reading it; the
-// zero value is no lock.
+// zero value is no lock. The change time is in it because the guest can
+// set the modification time back (utimes) but not the change time.
 type lockStamp struct {
-	size int64
-	mod  time.Time
-	ino  uint64
+	size  int64
+	mod   time.Time
+	ino   uint64
+	ctime int64
 }
 
 // stampLock is the stamp of the lock at p, through a link as the guest's
@@ -78,9 +80,7 @@ func stampLock(p string) lockStamp {
 		return lockStamp{}
 	}
 	s := lockStamp{size: info.Size(), mod: info.ModTime()}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		s.ino = uint64(st.Ino)
-	}
+	s.ino, s.ctime = inodeTimes(info)
 	return s
 }
 
@@ -93,7 +93,7 @@ func (m *Manager) loadLedgerLocked() {
 		return
 	}
 	l.loaded = true
-	l.locks, l.users, l.sizes, l.principals = map[key]*lockUse{}, map[string]map[key]struct{}{}, map[string]int64{}, map[string]int64{}
+	l.locks, l.users, l.sizes, l.unsized, l.principals = map[key]*lockUse{}, map[string]map[key]struct{}{}, map[string]int64{}, map[string]bool{}, map[string]int64{}
 	paths, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "*", "*", LockPath))
 	for _, p := range paths {
 		rel, err := filepath.Rel(m.cfg.DataDir, p)
@@ -150,6 +150,7 @@ func (m *Manager) setLockLocked(k key, s lockStamp, addrs []string) ledgerChange
 			others(us)
 			if len(us) == 0 {
 				delete(l.users, a)
+				delete(l.unsized, a)
 			}
 		}
 	}
@@ -161,9 +162,12 @@ func (m *Manager) setLockLocked(k key, s lockStamp, addrs []string) ledgerChange
 		}
 		others(us)
 		us[k] = struct{}{}
+		m.cfg.Packages.Keep(a)
 		if _, ok := l.sizes[a]; !ok {
 			if n, ok := m.cfg.Packages.EntrySize(a); ok {
 				l.sizes[a] = n
+			} else {
+				l.unsized[a] = true
 			}
 		}
 	}
@@ -172,13 +176,41 @@ func (m *Manager) setLockLocked(k key, s lockStamp, addrs []string) ledgerChange
 	} else {
 		l.locks[k] = &lockUse{file: s, addrs: addrs, charge: before}
 	}
+	ch := l.recomputeLocked(near, pdirs)
+	if l.locks[k] == nil && before != 0 {
+		ch.workspaces[k] = true
+	}
+	return ch
+}
+
+// resizeLocked asks the cache again for the entries in use it lacked
+// (a lock names packages before a view or an install fetches them, and
+// a fetch may end in a failure), and recomputes the charges of their
+// users. The caller holds l.mu.
+func (m *Manager) resizeLocked() ledgerChange {
+	l := &m.pkgs
+	near, pdirs := map[key]bool{}, map[string]bool{}
+	for a := range l.unsized {
+		n, ok := m.cfg.Packages.EntrySize(a)
+		if !ok {
+			continue
+		}
+		l.sizes[a] = n
+		delete(l.unsized, a)
+		for o := range l.users[a] {
+			near[o], pdirs[o.pdir] = true, true
+		}
+	}
+	return l.recomputeLocked(near, pdirs)
+}
+
+// recomputeLocked computes again the charges of the workspaces near and
+// the principals pdirs. The caller holds l.mu.
+func (l *pkgLedger) recomputeLocked(near map[key]bool, pdirs map[string]bool) ledgerChange {
 	ch := ledgerChange{workspaces: map[key]bool{}, principals: map[string]int64{}}
 	for o := range near {
 		u := l.locks[o]
 		if u == nil {
-			if o == k && before != 0 {
-				ch.workspaces[k] = true
-			}
 			continue
 		}
 		was := u.charge
@@ -295,13 +327,15 @@ func (m *Manager) applyLocked(ch ledgerChange) {
 }
 
 // beginPackages marks an install or a view under way, and returns its
-// end. When the last one under way ends, the cache entries this process
-// fetched that no workspace's lock came to use — fetched by an install
-// that was refused or failed, or by a view of a lock since dropped — are
-// removed: they are charged to no one, and would otherwise let refused
-// installs fill the host's disk. While any is under way nothing is
-// removed: it may be about to use an entry another fetched. An install
-// or a view tells the ledger of its lock before it ends.
+// end. When the last one under way ends, with nothing under way that
+// could be about to use an entry another fetched: the sizes of entries
+// that were fetched after a lock named them are charged
+// (resizeLocked); the entries this process fetched that no lock uses —
+// fetched by an install that was refused or failed — are removed, as
+// they are charged to no one and would let refused installs fill the
+// host's disk; and past packages.max_cache_bytes the least recently used
+// entries no lock uses go, those only a checkpoint's lock uses last. An
+// install or a view tells the ledger of its lock before it ends.
 func (m *Manager) beginPackages() (end func()) {
 	l := &m.pkgs
 	l.mu.Lock()
@@ -314,41 +348,47 @@ func (m *Manager) beginPackages() (end func()) {
 			return
 		}
 		m.loadLedgerLocked()
-		n, b := m.cfg.Packages.DiscardUnkept(func(a string) bool { return len(l.users[a]) > 0 })
-		if n > 0 {
-			m.log.Info("removed packages no workspace kept", zap.Int("entries", n), zap.Int64("bytes", b))
-		}
-		var onDisk map[string]bool
-		n, b, total := m.cfg.Packages.Evict(func(a string) bool {
+		m.applyLocked(m.resizeLocked())
+		var onDisk map[string]int
+		rank := func(a string) int {
 			if len(l.users[a]) > 0 {
-				return true
+				return packages.NeverEvict
 			}
 			if onDisk == nil {
 				onDisk = m.locksOnDisk()
 			}
 			return onDisk[a]
-		})
+		}
+		n, b := m.cfg.Packages.DiscardUnkept(func(a string) bool { return rank(a) != packages.EvictFirst })
 		if n > 0 {
-			m.log.Info("removed the least recently used packages no lock uses (packages.max_cache_bytes)",
+			m.log.Info("removed packages no workspace kept", zap.Int("entries", n), zap.Int64("bytes", b))
+		}
+		n, b, total := m.cfg.Packages.Evict(rank)
+		if n > 0 {
+			m.log.Info("removed the least recently used packages no workspace uses (packages.max_cache_bytes)",
 				zap.Int("entries", n), zap.Int64("bytes", b), zap.Int64("cache_bytes", total))
 		}
 	}
 }
 
-// locksOnDisk are the cache addresses every lock on disk uses: each
-// workspace's (read again, for another executor sharing data_dir may
-// have changed them), each checkpoint's, and those of forks and restores
-// being built. A lock that does not parse uses nothing.
-func (m *Manager) locksOnDisk() map[string]bool {
-	out := map[string]bool{}
-	for _, pattern := range []string{
-		filepath.Join(m.cfg.DataDir, "*", "*", LockPath),
-		filepath.Join(m.cfg.DataDir, "*", stateDirName, "*", checkpointDirName, "*", filesDirName, LockPath),
+// locksOnDisk ranks for eviction the cache addresses the locks on disk
+// use: NeverEvict for those of workspaces (read again, for another
+// executor sharing data_dir may have written them) and of forks and
+// restores being built, EvictLast for those only checkpoints use. A lock
+// that does not parse uses nothing.
+func (m *Manager) locksOnDisk() map[string]int {
+	out := map[string]int{}
+	for _, l := range []struct {
+		pattern string
+		rank    int
+	}{
+		{filepath.Join(m.cfg.DataDir, "*", "*", LockPath), packages.NeverEvict},
+		{filepath.Join(m.cfg.DataDir, "*", stateDirName, "*", checkpointDirName, "*", filesDirName, LockPath), packages.EvictLast},
 	} {
-		paths, _ := filepath.Glob(pattern)
+		paths, _ := filepath.Glob(l.pattern)
 		for _, p := range paths {
 			for _, a := range readLockFile(p).Addresses() {
-				out[a] = true
+				out[a] = max(out[a], l.rank)
 			}
 		}
 	}
@@ -362,12 +402,18 @@ func (m *Manager) recheckPackages(w *ws, force bool) {
 	if m.cfg.Packages == nil {
 		return
 	}
-	p := filepath.Join(w.dir, LockPath)
-	s := stampLock(p)
 	l := &m.pkgs
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	m.recheckLocked(w, force)
+}
+
+// recheckLocked is recheckPackages holding the ledger's mutex.
+func (m *Manager) recheckLocked(w *ws, force bool) {
+	l := &m.pkgs
 	m.loadLedgerLocked()
+	p := filepath.Join(w.dir, LockPath)
+	s := stampLock(p)
 	var was lockStamp
 	if u := l.locks[w.key]; u != nil {
 		was = u.file
@@ -448,50 +494,57 @@ func (m *Manager) principalPackages(pdir string, set func(pkgBytes int64)) {
 	set(l.principals[pdir])
 }
 
-// packagesFit refuses a lock (lockBytes long) that w is to have, or has,
-// when it, w's files and the packages only w would use with it would pass
-// w's disk quota or its principal's disk budget, naming the key.
-func (m *Manager) packagesFit(w *ws, disk Disk, lock *packages.Lock, lockBytes int) error {
-	budget := m.budgetOf(w.key.pdir)
-	if m.cfg.diskQuota() <= 0 && budget == nil {
-		return nil
-	}
-	addrs := lock.Addresses()
+// fitPackages runs op holding the ledger's mutex, with fit: a check
+// that refuses a lock (lockBytes long) that w is to have, or has, when
+// it, w's files and the packages only w would use with it would pass
+// w's disk quota, or its principal's disk budget with the packages only
+// the principal's workspaces would use, naming the key. op writes or
+// reads the lock and tells the ledger (recheckLocked) before the mutex
+// is let go, so that two installs at once cannot both fit where only one
+// does.
+func (m *Manager) fitPackages(w *ws, disk Disk, op func(fit func(lock *packages.Lock, lockBytes int) error)) {
+	budget := m.budgetOf(w.key.pdir) // before the mutex: measuring it takes the mutex
 	l := &m.pkgs
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	m.loadLedgerLocked()
-	for _, a := range addrs {
-		if _, ok := l.sizes[a]; !ok {
-			if n, ok := m.cfg.Packages.EntrySize(a); ok {
-				l.sizes[a] = n
+	op(func(lock *packages.Lock, lockBytes int) error {
+		if m.cfg.diskQuota() <= 0 && budget == nil {
+			return nil
+		}
+		addrs := lock.Addresses()
+		for _, a := range addrs {
+			if _, ok := l.sizes[a]; !ok {
+				if n, ok := m.cfg.Packages.EntrySize(a); ok {
+					l.sizes[a] = n
+				}
 			}
 		}
-	}
-	// What w would pay with this lock: as uniqueLocked, with k's old
-	// lock out of the way.
-	var unique int64
-	for _, a := range addrs {
-		us := l.users[a]
-		_, mine := us[w.key]
-		if len(us) == 0 || (len(us) == 1 && mine) {
-			unique += l.sizes[a]
+		// What w would pay with this lock: as uniqueLocked, with w's old
+		// lock out of the way.
+		var unique int64
+		for _, a := range addrs {
+			us := l.users[a]
+			_, mine := us[w.key]
+			if len(us) == 0 || (len(us) == 1 && mine) {
+				unique += l.sizes[a]
+			}
 		}
-	}
-	current := l.chargeLocked(w.key)
-	principalNow, principalWith := l.principals[w.key.pdir], l.principalChargeLocked(w.key.pdir, w.key, addrs)
-	l.mu.Unlock()
-	n := int64(lockBytes) + unique - current // the Disk counts current already
-	if need, ok := disk.Fits(LockPath, n); !ok {
-		return &Error{Code: LimitReached, Msg: fmt.Sprintf("these packages would pass the workspace's disk quota "+
-			"(workspace.max_disk_mib = %d): its files and packages use %d bytes, and the packages only this workspace would use take %d "+
-			"(packages other workspaces use too are not counted); %d more bytes are needed; nothing was installed: "+
-			"delete files or packages (reset_workspace with files drops them) you no longer need, then try again",
-			m.cfg.MaxDiskMiB, disk.Used(), unique, need)}
-	}
-	if need, ok := disk.BudgetFits(LockPath, int64(lockBytes)+principalWith-principalNow); !ok {
-		return m.principalDiskFull(budget, fmt.Sprintf("installing these packages (%d bytes of packages only this token's workspaces would use)", principalWith), need)
-	}
-	return nil
+		current := l.chargeLocked(w.key)
+		principalNow, principalWith := l.principals[w.key.pdir], l.principalChargeLocked(w.key.pdir, w.key, addrs)
+		n := int64(lockBytes) + unique - current // the Disk counts current already
+		if need, ok := disk.Fits(LockPath, n); !ok {
+			return &Error{Code: LimitReached, Msg: fmt.Sprintf("these packages would pass the workspace's disk quota "+
+				"(workspace.max_disk_mib = %d): its files and packages use %d bytes, and the packages only this workspace would use take %d "+
+				"(packages other workspaces use too are not counted); %d more bytes are needed; nothing was installed: "+
+				"delete files or packages (reset_workspace with files drops them) you no longer need, then try again",
+				m.cfg.MaxDiskMiB, disk.Used(), unique, need)}
+		}
+		if need, ok := disk.BudgetFits(LockPath, int64(lockBytes)+principalWith-principalNow); !ok {
+			return m.principalDiskFull(budget, fmt.Sprintf("installing these packages (%d bytes of packages only this token's workspaces would use)", principalWith), need)
+		}
+		return nil
+	})
 }
 
 // acceptedLocks are, by workspace directory and ecosystem ("npm" or
