@@ -223,7 +223,7 @@ func (t *tools) describeRun(ctx context.Context, a execCall, out workspace.Outco
 		notes = append(notes, "execd as a whole was short of memory during this run (the memory of all sandboxes together is capped), so an allocation failed that this workspace's own limit would have allowed; idle workspaces were saved to disk to make room: run the code again.")
 	}
 	if out.DiskFull {
-		notes = append(notes, fmt.Sprintf("The workspace's disk quota (%s, workspace.max_disk_mib) is full: writes to /workspace failed with an I/O error. Delete files, or reset the workspace with files: true.", mib(out.DiskQuotaBytes)))
+		notes = append(notes, fmt.Sprintf("The workspace's disk quota (%s, workspace.max_disk_mib) is full: writes to /workspace failed with an I/O error. Its files count, and the installed packages no other workspace uses. Delete files or packages you no longer need, or reset the workspace with files: true.", mib(out.DiskQuotaBytes)))
 	}
 	if n := r.ImagesRefused; n > 0 {
 		notes = append(notes, fmt.Sprintf("%d image(s) the code showed were left out: execd's memory budget (limits.max_total_memory_mib), which holds a result's images until the run ends, was full. Show fewer or smaller images, or run the code again.", n))
