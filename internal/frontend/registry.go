@@ -280,7 +280,18 @@ func decodeArg(raw json.RawMessage, f field, dst reflect.Value) string {
 	if f.ptr {
 		val = reflect.New(dst.Type().Elem()).Elem()
 	}
-	if json.Unmarshal(raw, val.Addr().Interface()) != nil {
+	if f.kind == reflect.String {
+		// The commonest argument, read without encoding/json's reflection:
+		// raw is one valid JSON value, which jsonrpc.String decodes as
+		// json.Unmarshal into a string would, or refuses when it is not a
+		// string.
+		s, ok := jsonrpc.String(raw)
+		if !ok {
+			val.SetZero()
+			return "argument " + f.key + " must be " + f.what()
+		}
+		val.SetString(s)
+	} else if json.Unmarshal(raw, val.Addr().Interface()) != nil {
 		val.SetZero()
 		return "argument " + f.key + " must be " + f.what()
 	}
