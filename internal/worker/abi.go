@@ -242,11 +242,12 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if len(code) > math.MaxInt32 {
 		return nil, fmt.Errorf("code too large")
 	}
-	r, err := i.alloc.Call(ctx, uint64(n))
-	if err != nil {
+	stack := i.callStack[:]
+	stack[0] = uint64(n)
+	if err := i.alloc.CallWithStack(ctx, stack); err != nil {
 		return nil, err
 	}
-	ptr := uint32(r[0])
+	ptr := uint32(stack[0])
 	if ptr == 0 {
 		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory (no room for the code)"}}, nil
 	}
@@ -255,7 +256,8 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 		return nil, fmt.Errorf("%s returned a bad pointer", exportAlloc)
 	}
 	start := time.Now()
-	r, err = i.eval.Call(ctx, uint64(ptr), uint64(n))
+	stack[0], stack[1] = uint64(ptr), uint64(n)
+	err := i.eval.CallWithStack(ctx, stack)
 	if time.Since(start) > freshEvalAfter {
 		// wazero keeps the native stack a call grew (deep recursion: tens
 		// of MB) with the function value; a long call may have grown it.
@@ -264,7 +266,7 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if err != nil {
 		return nil, err
 	}
-	res := uint32(r[0])
+	res := uint32(stack[0])
 	if res == 0 {
 		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory"}}, nil
 	}
