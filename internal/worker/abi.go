@@ -285,6 +285,22 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	return env, nil
 }
 
+// envelopeStatus decodes an envelope's status; the guests' four are the
+// constants themselves, not copies.
+func envelopeStatus(v []byte) (string, bool) {
+	switch string(v) {
+	case `"ok"`:
+		return "ok", true
+	case `"error"`:
+		return "error", true
+	case `"oom"`:
+		return "oom", true
+	case `"interrupted"`:
+		return "interrupted", true
+	}
+	return jsonscan.String(v)
+}
+
 // decodeEnvelope reads the guest's result envelope as encoding/json would,
 // in one pass without reflection for the common shape (a status, a string
 // or null value, a null error); any other shape (an error object, a key
@@ -295,7 +311,7 @@ func decodeEnvelope(body []byte) (*envelope, error) {
 	err := jsonscan.Object(body, func(k, v []byte) error {
 		switch string(k) {
 		case "status":
-			s, ok := jsonscan.String(v)
+			s, ok := envelopeStatus(v)
 			env.Status, other = s, other || !ok
 		case "value":
 			if jsonscan.IsNull(v) {
