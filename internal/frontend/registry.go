@@ -434,6 +434,22 @@ func (ts *toolSet) get(name string) *tool {
 	return ts.byName[name]
 }
 
+// name decodes raw, a valid JSON value, as a tool name. A known tool's
+// name is its own string, without a copy: tool names have no character
+// JSON escapes (validToolName), so a string that names one is its bytes
+// between the quotes. Any other string is decoded as jsonrpc.String does.
+func (ts *toolSet) name(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		ts.mu.RLock()
+		t := ts.byName[string(raw[1:n-1])]
+		ts.mu.RUnlock()
+		if t != nil {
+			return t.name, true
+		}
+	}
+	return jsonrpc.String(raw)
+}
+
 // SetDescription replaces the description of the tool called name (what
 // only the running server learns later: the tools of code mode's
 // upstreams); the tools/list answers that follow carry it, and a modern

@@ -277,3 +277,21 @@ func FuzzDecodeArg(f *testing.F) {
 		}
 	})
 }
+
+// A tool name is read as JSON reads it, whether or not it names a tool and
+// however it is escaped.
+func TestToolNameDecoding(t *testing.T) {
+	s := newTestServer(testOptions())
+	err := AddTool(s, Tool[sampleArgs]{Name: "greet", Description: "Greets.",
+		Run: func(context.Context, *Call, sampleArgs) (any, *jsonrpc.Error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{`"greet"`, `"gr\u0065et"`, `"nope"`, `"gré"`, `""`, `"a\"b"`, `7`, `null`, `{"a":1}`} {
+		got, ok := s.tools.name(json.RawMessage(raw))
+		want, wantOK := jsonrpc.String(json.RawMessage(raw))
+		if got != want || ok != wantOK {
+			t.Errorf("%s: %q, %v; jsonrpc.String %q, %v", raw, got, ok, want, wantOK)
+		}
+	}
+}
