@@ -52,7 +52,7 @@ func (s *Server) admitHTTP(o *httpOrigin, msg *jsonrpc.Message, meta *requestMet
 		}
 		return a, nil
 	}
-	hdrVersion := strings.TrimSpace(hdr.Get("MCP-Protocol-Version"))
+	hdrVersion := strings.TrimSpace(hdr.Get("Mcp-Protocol-Version")) // canonical: Get copies no other spelling
 	modernHeader := hdrVersion != "" && hdrVersion >= VersionModern
 	switch {
 	case msg.Method == "initialize" && !meta.claim:

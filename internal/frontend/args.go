@@ -52,19 +52,28 @@ func newArgSchema(inputSchema map[string]any) argSchema {
 	return s
 }
 
-func (s argSchema) declares(key string) bool {
-	i := sort.SearchStrings(s.known, key)
-	return i < len(s.known) && s.known[i] == key
+// declared returns the declared name equal to key, so that a declared
+// key costs no copy of its own; ok is false for any other key.
+func (s argSchema) declared(key []byte) (name string, ok bool) {
+	for _, k := range s.known {
+		if k == string(key) {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // decode reads raw, the arguments object, by exact key. It returns the
 // -32602 answer that names the offending key.
 func (s argSchema) decode(tool string, raw json.RawMessage) (arguments, *jsonrpc.Error) {
-	var args arguments
+	args := make(arguments, 0, len(s.known))
 	var seen map[string]bool // beyond a few arguments, for the duplicate check
 	var bad *jsonrpc.Error
 	err := jsonrpc.Object(raw, func(k, v []byte) error {
-		key := string(k)
+		key, known := s.declared(k)
+		if !known {
+			key = string(k)
+		}
 		var dup bool
 		if seen != nil {
 			dup = seen[key]
@@ -75,7 +84,7 @@ func (s argSchema) decode(tool string, raw json.RawMessage) (arguments, *jsonrpc
 			bad = argError("Invalid params: the argument %q appears twice", key)
 			return errStop
 		}
-		if !s.declares(key) {
+		if !known {
 			for _, known := range s.known {
 				if strings.EqualFold(known, key) {
 					bad = argError("Invalid params: unknown argument %q (argument names are case-sensitive: did you mean %q?)", key, known)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.uber.org/zap"
+
 	"execd/internal/jsonrpc"
 	"execd/internal/progress"
 )
@@ -34,8 +36,9 @@ type Call struct {
 	logMin    int             // least severe level sent as notifications/message; -1 none
 
 	mu        sync.Mutex
-	responded bool     // after the response, nothing more is sent
-	tags      []string // key, value, …: for the log line and Running
+	responded bool      // after the response, nothing more is sent
+	tags      []string  // key, value, …: for the log line and Running
+	tagRoom   [4]string // tags' first array: a tool's two tags take no allocation
 
 	progress atomic.Pointer[string] // the latest progress message, for Server.Running
 
@@ -128,7 +131,20 @@ func (c *Call) Tag(key, value string) {
 			return
 		}
 	}
+	if c.tags == nil {
+		c.tags = c.tagRoom[:0]
+	}
 	c.tags = append(c.tags, key, value)
+}
+
+// appendTagFields appends the call's tags to fields, for its log line.
+func (c *Call) appendTagFields(fields []zap.Field) []zap.Field {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; i+1 < len(c.tags); i += 2 {
+		fields = append(fields, zap.String(c.tags[i], c.tags[i+1]))
+	}
+	return fields
 }
 
 // tagged returns the call's tags.

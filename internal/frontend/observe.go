@@ -107,7 +107,8 @@ func (s *Server) requestInfo(o origin, era Era, version string, msg *jsonrpc.Mes
 		ri.Trace.Tracestate = rawString(meta.trace[1])
 		ri.Trace.Baggage = rawString(meta.trace[2])
 	} else if h := src.header; h != nil {
-		ri.Trace = TraceContext{h.Get("traceparent"), h.Get("tracestate"), h.Get("baggage")}
+		// Canonical keys: Get copies any other spelling into a new string.
+		ri.Trace = TraceContext{h.Get("Traceparent"), h.Get("Tracestate"), h.Get("Baggage")}
 	}
 	return ri
 }

@@ -180,7 +180,7 @@ func (s *Server) register(o origin, a admission, c *Call, m method, ri RequestIn
 		parent = a.session.ctx
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: time.Now()}
+	t := &task{s: s, o: o, c: c, m: m, ctx: ctx, cancel: cancel, start: ri.Start}
 	if a.peer != nil {
 		if !s.inflight.add(a.peer.scope, c.id, cancel) {
 			cancel(nil)
@@ -294,8 +294,7 @@ func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
 	if ce == nil {
 		return
 	}
-	tags := c.tagged()
-	fields := make([]zap.Field, 0, 8+len(tags)/2)
+	fields := make([]zap.Field, 0, 8+len(c.tagRoom)/2)
 	fields = append(fields,
 		zap.String("id", c.id.String()), zap.String("method", c.method), zap.String("era", c.era.String()),
 		zap.String("transport", c.transport), zap.String("principal", c.principal),
@@ -303,10 +302,7 @@ func (s *Server) logCall(c *Call, start time.Time, status string, code int) {
 	if code != 0 {
 		fields = append(fields, zap.Int("code", code))
 	}
-	for i := 0; i+1 < len(tags); i += 2 {
-		fields = append(fields, zap.String(tags[i], tags[i+1]))
-	}
-	ce.Write(fields...)
+	ce.Write(c.appendTagFields(fields)...)
 }
 
 // logReply is the one log line of a request answered without a run.

@@ -280,7 +280,18 @@ func decodeArg(raw json.RawMessage, f field, dst reflect.Value) string {
 	if f.ptr {
 		val = reflect.New(dst.Type().Elem()).Elem()
 	}
-	if json.Unmarshal(raw, val.Addr().Interface()) != nil {
+	if f.kind == reflect.String {
+		// The commonest argument, read without encoding/json's reflection:
+		// raw is one valid JSON value, which jsonrpc.String decodes as
+		// json.Unmarshal into a string would, or refuses when it is not a
+		// string.
+		s, ok := jsonrpc.String(raw)
+		if !ok {
+			val.SetZero()
+			return "argument " + f.key + " must be " + f.what()
+		}
+		val.SetString(s)
+	} else if json.Unmarshal(raw, val.Addr().Interface()) != nil {
 		val.SetZero()
 		return "argument " + f.key + " must be " + f.what()
 	}
@@ -421,6 +432,22 @@ func (ts *toolSet) get(name string) *tool {
 	ts.mu.RLock()
 	defer ts.mu.RUnlock()
 	return ts.byName[name]
+}
+
+// name decodes raw, a valid JSON value, as a tool name. A known tool's
+// name is its own string, without a copy: tool names have no character
+// JSON escapes (validToolName), so a string that names one is its bytes
+// between the quotes. Any other string is decoded as jsonrpc.String does.
+func (ts *toolSet) name(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		ts.mu.RLock()
+		t := ts.byName[string(raw[1:n-1])]
+		ts.mu.RUnlock()
+		if t != nil {
+			return t.name, true
+		}
+	}
+	return jsonrpc.String(raw)
 }
 
 // SetDescription replaces the description of the tool called name (what

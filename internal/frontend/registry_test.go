@@ -1,10 +1,12 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -231,5 +233,65 @@ func TestSetDescriberPerPrincipal(t *testing.T) {
 	}
 	if d, scope := descOf(listModern, "alice"); d != "Answers its text again." || scope != "public" {
 		t.Errorf("without a describer: %q, cacheScope %q", d, scope)
+	}
+}
+
+// FuzzDecodeArg: an argument's value is decoded into its field exactly as
+// encoding/json decodes it (the string fast path included), and refused
+// exactly when encoding/json refuses it.
+func FuzzDecodeArg(f *testing.F) {
+	for _, s := range []string{`"Ada"`, `"a\"b\u00e9\ud83d\ude00"`, "\"\xff\xfe\"", `"\u2028<&>"`, `7`, `1.5`, `true`, `{"a":1}`, `[1]`, `"é"`, `""`} {
+		f.Add([]byte(s))
+	}
+	fields, _, err := deriveSchema(reflect.TypeOf(sampleArgs{}), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) || jsonrpc.IsNull(raw) {
+			return
+		}
+		raw = bytes.TrimSpace(raw) // a member's value, as jsonrpc.Object hands it out
+		for _, fl := range fields {
+			var got sampleArgs
+			msg := decodeArg(raw, fl, reflect.ValueOf(&got).Elem().Field(fl.index))
+			var want sampleArgs
+			dst := reflect.ValueOf(&want).Elem().Field(fl.index)
+			val := dst
+			if fl.ptr {
+				val = reflect.New(dst.Type().Elem()).Elem()
+			}
+			ok := json.Unmarshal(raw, val.Addr().Interface()) == nil
+			if ok && (fl.min != nil && val.Int() < *fl.min || fl.max != nil && val.Int() > *fl.max) {
+				ok = false
+			}
+			if ok && fl.ptr {
+				dst.Set(val.Addr())
+			}
+			if !ok {
+				want = sampleArgs{}
+			}
+			if (msg == "") != ok || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s into %s: %+v, %q; encoding/json %+v, ok %v", raw, fl.key, got, msg, want, ok)
+			}
+		}
+	})
+}
+
+// A tool name is read as JSON reads it, whether or not it names a tool and
+// however it is escaped.
+func TestToolNameDecoding(t *testing.T) {
+	s := newTestServer(testOptions())
+	err := AddTool(s, Tool[sampleArgs]{Name: "greet", Description: "Greets.",
+		Run: func(context.Context, *Call, sampleArgs) (any, *jsonrpc.Error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{`"greet"`, `"gr\u0065et"`, `"nope"`, `"gré"`, `""`, `"a\"b"`, `7`, `null`, `{"a":1}`} {
+		got, ok := s.tools.name(json.RawMessage(raw))
+		want, wantOK := jsonrpc.String(json.RawMessage(raw))
+		if got != want || ok != wantOK {
+			t.Errorf("%s: %q, %v; jsonrpc.String %q, %v", raw, got, ok, want, wantOK)
+		}
 	}
 }

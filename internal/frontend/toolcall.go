@@ -116,14 +116,15 @@ type toolCallParams struct {
 	Task      json.RawMessage
 }
 
-// parseToolCall reads tools/call params from the request's parsed head.
-func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
+// parseToolCall reads tools/call params from the request's parsed head;
+// the name is read as one of ts's (toolSet.name).
+func parseToolCall(m requestMeta, ts *toolSet) (toolCallParams, *jsonrpc.Error) {
 	if !m.head.object {
 		return toolCallParams{}, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: tools/call needs params with a tool name")
 	}
 	p := toolCallParams{Arguments: m.head.arguments, Task: m.head.task}
 	if m.head.name != nil {
-		name, ok := jsonrpc.String(m.head.name)
+		name, ok := ts.name(m.head.name)
 		if !ok {
 			return p, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: the tool name must be a string")
 		}
@@ -143,7 +144,7 @@ func parseToolCall(m requestMeta) (toolCallParams, *jsonrpc.Error) {
 // arguments that are not an object, which the tool refuses as an isError
 // result.
 func (s *Server) prepareTool(c *Call, hdr http.Header) *reply {
-	p, jerr := parseToolCall(c.meta)
+	p, jerr := parseToolCall(c.meta, s.tools)
 	c.toolCall, c.toolErr = p, jerr
 	if jerr != nil {
 		return nil

@@ -262,14 +262,22 @@ func (r *reader) next(closing byte) (more bool, err error) {
 	return false, ErrSyntax
 }
 
-// whole runs read on b, which must hold one value and nothing but white
-// space around it. wrongKind is returned (after validating all of b) when
-// the value is valid JSON that read does not start with.
-func whole(b []byte, open byte, read func(r *reader) error, wrongKind error) error {
-	r := &reader{b: b}
+// whole reads b, which must hold one value and nothing but white space
+// around it: an object's members go to members when open is '{', an
+// array's items to items when it is '['. wrongKind is returned (after
+// validating all of b) when the value is valid JSON of another kind.
+func whole(b []byte, open byte, members func(key, value []byte) error, items func(item []byte) error, wrongKind error) error {
+	// The reader stays on the stack: it is passed to no function value.
+	r := reader{b: b}
 	r.space()
 	if r.i < len(r.b) && r.b[r.i] == open {
-		if err := read(r); err != nil {
+		var err error
+		if open == '{' {
+			err = r.object(members)
+		} else {
+			err = r.array(items)
+		}
+		if err != nil {
 			return err
 		}
 	} else {
@@ -296,12 +304,12 @@ func whole(b []byte, open byte, read func(r *reader) error, wrongKind error) err
 // the walk and is returned; b that is not valid JSON yields an error
 // whatever each did.
 func Object(b []byte, each func(key, value []byte) error) error {
-	return whole(b, '{', func(r *reader) error { return r.object(each) }, ErrNotObject)
+	return whole(b, '{', each, nil, ErrNotObject)
 }
 
 // Array validates b as one JSON array and calls each for its items.
 func Array(b []byte, each func(item []byte) error) error {
-	return whole(b, '[', func(r *reader) error { return r.array(each) }, ErrNotArray)
+	return whole(b, '[', nil, each, ErrNotArray)
 }
 
 // IsObject reports whether raw, a valid JSON value, is an object.

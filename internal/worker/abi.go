@@ -242,11 +242,12 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if len(code) > math.MaxInt32 {
 		return nil, fmt.Errorf("code too large")
 	}
-	r, err := i.alloc.Call(ctx, uint64(n))
-	if err != nil {
+	stack := i.callStack[:]
+	stack[0] = uint64(n)
+	if err := i.alloc.CallWithStack(ctx, stack); err != nil {
 		return nil, err
 	}
-	ptr := uint32(r[0])
+	ptr := uint32(stack[0])
 	if ptr == 0 {
 		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory (no room for the code)"}}, nil
 	}
@@ -255,7 +256,8 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 		return nil, fmt.Errorf("%s returned a bad pointer", exportAlloc)
 	}
 	start := time.Now()
-	r, err = i.eval.Call(ctx, uint64(ptr), uint64(n))
+	stack[0], stack[1] = uint64(ptr), uint64(n)
+	err := i.eval.CallWithStack(ctx, stack)
 	if time.Since(start) > freshEvalAfter {
 		// wazero keeps the native stack a call grew (deep recursion: tens
 		// of MB) with the function value; a long call may have grown it.
@@ -264,7 +266,7 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	if err != nil {
 		return nil, err
 	}
-	res := uint32(r[0])
+	res := uint32(stack[0])
 	if res == 0 {
 		return &envelope{Status: "oom", Error: &GuestError{Type: "InternalError", Message: "out of memory"}}, nil
 	}
@@ -283,6 +285,22 @@ func (i *instance) evalCall(ctx context.Context, code string) (*envelope, error)
 	return env, nil
 }
 
+// envelopeStatus decodes an envelope's status; the guests' four are the
+// constants themselves, not copies.
+func envelopeStatus(v []byte) (string, bool) {
+	switch string(v) {
+	case `"ok"`:
+		return "ok", true
+	case `"error"`:
+		return "error", true
+	case `"oom"`:
+		return "oom", true
+	case `"interrupted"`:
+		return "interrupted", true
+	}
+	return jsonscan.String(v)
+}
+
 // decodeEnvelope reads the guest's result envelope as encoding/json would,
 // in one pass without reflection for the common shape (a status, a string
 // or null value, a null error); any other shape (an error object, a key
@@ -293,7 +311,7 @@ func decodeEnvelope(body []byte) (*envelope, error) {
 	err := jsonscan.Object(body, func(k, v []byte) error {
 		switch string(k) {
 		case "status":
-			s, ok := jsonscan.String(v)
+			s, ok := envelopeStatus(v)
 			env.Status, other = s, other || !ok
 		case "value":
 			if jsonscan.IsNull(v) {

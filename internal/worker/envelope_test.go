@@ -21,6 +21,7 @@ func FuzzEnvelope(f *testing.F) {
 		`{"status":1}`,
 		`{"status":"ok","extra":[1,2]}`,
 		`{"status":"ok","value":"\xff"}`,
+		`{"status":"interrupted"}`, `{"status":"oom","value":null}`, `{"status":"o\u006b"}`, `{"status":"ok" }`,
 		`[]`, `null`, `{`, `{"status":"ok"} x`,
 	} {
 		f.Add([]byte(s))

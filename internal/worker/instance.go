@@ -21,8 +21,12 @@ import (
 
 // instance is one module instance of a guest, with its exports resolved.
 type instance struct {
-	mod            api.Module
-	alloc, eval    api.Function
+	mod         api.Module
+	alloc, eval api.Function
+	// callStack holds the parameters and results of evalCall's two guest
+	// calls (CallWithStack), so that they allocate nothing: a run is one
+	// call at a time on an instance.
+	callStack      [2]uint64
 	stdout, stderr *stream
 	mem            *linearMemory
 	files          *openFiles

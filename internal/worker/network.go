@@ -59,9 +59,9 @@ type netState struct {
 
 	mu    sync.Mutex
 	next  int32
-	calls map[int32]*netCall
-	ready []int32       // finished, not yet reported by net_wait, in order
-	done  chan struct{} // a token after each completion
+	calls map[int32]*netCall // nil until the first request
+	ready []int32            // finished, not yet reported by net_wait, in order
+	done  chan struct{}      // a token after each completion
 
 	toolCalls []ToolCall // code mode's calls (tools.go)
 }
@@ -79,7 +79,7 @@ type netCall struct {
 
 func newNetState(parent context.Context, nw Network) *netState {
 	ctx, cancel := context.WithCancel(parent)
-	return &netState{nw: nw, ctx: ctx, cancel: cancel, calls: map[int32]*netCall{}, done: make(chan struct{}, 1)}
+	return &netState{nw: nw, ctx: ctx, cancel: cancel, done: make(chan struct{}, 1)}
 }
 
 // abort ends every request at once (the run is being stopped).
@@ -209,6 +209,9 @@ func (n *netState) add(c *netCall, finished bool) int32 {
 	defer n.mu.Unlock()
 	n.next++
 	id := n.next
+	if n.calls == nil { // made by the run's first request: most runs make none
+		n.calls = map[int32]*netCall{}
+	}
 	n.calls[id] = c
 	if finished {
 		n.ready = append(n.ready, id)

@@ -27,6 +27,14 @@ func newBoundedBuffer(limit int) *boundedBuffer {
 	return &boundedBuffer{headCap: h, ringCap: limit - h}
 }
 
+// newOutputBuffers returns a run's stdout and stderr buffers, made in one
+// allocation.
+func newOutputBuffers(limit int) (stdout, stderr *boundedBuffer) {
+	bufs := new([2]boundedBuffer)
+	bufs[0], bufs[1] = *newBoundedBuffer(limit), *newBoundedBuffer(limit)
+	return &bufs[0], &bufs[1]
+}
+
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	n := len(p)
 	b.total += int64(n)

@@ -207,22 +207,23 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	refused := inst.mem.refused.Load()
 
 	max := w.e.cfg.MaxOutputBytes
-	stdout, stderr := newBoundedBuffer(max), newBoundedBuffer(max)
+	stdout, stderr := newOutputBuffers(max)
 	inst.stdout.swap(stdout)
 	inst.stderr.swap(stderr)
 
 	stopCtx, stopInput := context.WithCancel(context.Background())
 	defer stopInput()
+	detached := context.WithoutCancel(ctx) // the requests' parent, and the guest calls'
 	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
 		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, budget: &w.e.budget, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
-		net: newNetState(context.WithoutCancel(ctx), opts.Network), tools: opts.Tools, pkgs: opts.Packages}
+		net: newNetState(detached, opts.Network), tools: opts.Tools, pkgs: opts.Packages}
 	sp := &stopper{w: w, st: st, stopInput: stopInput}
 	if !w.e.cfg.StrictTermination {
 		sp.abandon = make(chan struct{})
 	}
 	st.timer = newRunTimer(opts.Timeout, func() { sp.stop(true) })
 	unwatch := context.AfterFunc(ctx, func() { sp.stop(false) })
-	callCtx := context.WithValue(context.WithoutCancel(ctx), runKey{}, st)
+	callCtx := context.WithValue(detached, runKey{}, st)
 
 	// With the kill switch the call ends within microseconds of the kill
 	// (the guests' sleeps and input waits end at the interrupt), so it runs
@@ -295,9 +296,11 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	env := out.env
 	res.Error = env.Error
 	if env.Value != nil {
-		v, cut := truncateString(*env.Value, max)
-		res.Value = &v
-		res.Truncated = res.Truncated || cut
+		res.Value = env.Value
+		if v, cut := truncateString(*env.Value, max); cut {
+			res.Value = &v
+			res.Truncated = true
+		}
 	}
 	switch env.Status {
 	case "ok":

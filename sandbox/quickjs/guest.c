@@ -46,6 +46,9 @@ int JS_IsUncatchableError(JSContext *ctx, JSValueConst val);
 static JSRuntime *rt;
 static JSContext *ctx;
 static JSValue helpers; /* object returned by the bootstrap script */
+/* The helpers' counters every cell's event loop reads, as atoms made once
+   at init (JS_GetPropertyStr would look each name up again per read). */
+static JSAtom atom_pending, atom_net_pending, atom_unrefd;
 static int interrupt_fired; /* the host's poll said stop during this cell */
 static int polling;         /* the interrupt handler asks the host */
 
@@ -1082,6 +1085,9 @@ static int setup_globals(void)
         print_init_error("bootstrap.js");
         goto done;
     }
+    atom_pending = JS_NewAtom(ctx, "pending");
+    atom_net_pending = JS_NewAtom(ctx, "netPending");
+    atom_unrefd = JS_NewAtom(ctx, "unrefd");
     /* web.js and intl.js get the natives, the global object and the
        helpers (to register how their objects print). */
     natives = JS_NewObject(ctx);
@@ -1440,10 +1446,10 @@ static int sleep_ms(double ms)
 }
 
 /* helper_int(name): helpers[name] as an int32 (0 if it is not one); -1
-   with *exc set when reading it threw. */
-static int helper_int(const char *name, int32_t *out, JSValue *exc)
+   with *exc set when reading it threw. name is one of the atoms below. */
+static int helper_int(JSAtom name, int32_t *out, JSValue *exc)
 {
-    JSValue v = JS_GetPropertyStr(ctx, helpers, name);
+    JSValue v = JS_GetProperty(ctx, helpers, name);
     *out = 0;
     if (JS_IsException(v) || JS_ToInt32(ctx, out, v)) {
         *exc = JS_GetException(ctx);
@@ -1479,7 +1485,7 @@ static int run_loop(JSValue *exc)
         {
             JSValue v;
             int32_t pending = 0, net_pending = 0, unrefd = 0;
-            if (helper_int("pending", &pending, exc) || helper_int("netPending", &net_pending, exc))
+            if (helper_int(atom_pending, &pending, exc) || helper_int(atom_net_pending, &net_pending, exc))
                 return -1;
             if (net_pending > 0) {
                 int n = net_step(exc);
@@ -1497,7 +1503,7 @@ static int run_loop(JSValue *exc)
             }
             if (pending <= 0) {
                 /* done: unref'd timers (AbortSignal.timeout) go with the cell */
-                if (helper_int("unrefd", &unrefd, exc))
+                if (helper_int(atom_unrefd, &unrefd, exc))
                     return -1;
                 if (unrefd > 0)
                     JS_FreeValue(ctx, call_helper("dropUnrefd"));
