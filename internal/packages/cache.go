@@ -234,18 +234,18 @@ func (s *store) create(addr string, build func(dir string) (entryMeta, error)) (
 // forgets the others (kept now, they are no longer fresh).
 func (s *store) discardUnkept(kept func(addr string) bool) (n int, bytes int64) {
 	s.mu.Lock()
-	var drop []string
+	var fresh []string
 	for a := range s.fresh {
-		if _, filling := s.inflight[a]; filling {
-			continue
+		if _, filling := s.inflight[a]; !filling {
+			fresh = append(fresh, a)
+			delete(s.fresh, a)
 		}
-		if !kept(a) {
-			drop = append(drop, a)
-		}
-		delete(s.fresh, a)
 	}
 	s.mu.Unlock()
-	for _, a := range drop {
+	for _, a := range fresh { // kept may read the locks on disk: not under s.mu
+		if kept(a) {
+			continue
+		}
 		if b, ok := s.remove(a); ok {
 			n++
 			bytes += b

@@ -340,7 +340,6 @@ type pkgRequest struct {
 }
 
 func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
-	defer p.m.beginPackages()()
 	var req pkgRequest
 	if err := json.Unmarshal(request, &req); err != nil {
 		return pkgAnswer(map[string]any{"error": "execd.packages: the request is not JSON: " + err.Error(), "code": "invalid"})
@@ -355,6 +354,7 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		if gen == req.Have && req.Have != "" {
 			return pkgAnswer(map[string]any{"unchanged": true})
 		}
+		defer p.m.beginPackages()() // the view may fetch
 		ans, ok := p.view(ctx, req.Op, lock, gen, nil)
 		// A lock no install of this process wrote (the code wrote it, or
 		// execd restarted) is held to the disk as an install is, once:
@@ -379,6 +379,7 @@ func (p *pkgRun) Packages(ctx context.Context, request []byte) []byte {
 		}
 		return ans
 	case "install":
+		defer p.m.beginPackages()() // and its view, as the one above
 		if req.Language != "" {
 			lang = req.Language
 		}

@@ -163,12 +163,8 @@ func (m *Manager) setLockLocked(k key, s lockStamp, addrs []string) ledgerChange
 		others(us)
 		us[k] = struct{}{}
 		m.cfg.Packages.Keep(a)
-		if _, ok := l.sizes[a]; !ok {
-			if n, ok := m.cfg.Packages.EntrySize(a); ok {
-				l.sizes[a] = n
-			} else {
-				l.unsized[a] = true
-			}
+		if !m.learnSizeLocked(a) {
+			l.unsized[a] = true
 		}
 	}
 	if len(addrs) == 0 {
@@ -191,17 +187,30 @@ func (m *Manager) resizeLocked() ledgerChange {
 	l := &m.pkgs
 	near, pdirs := map[key]bool{}, map[string]bool{}
 	for a := range l.unsized {
-		n, ok := m.cfg.Packages.EntrySize(a)
-		if !ok {
+		if !m.learnSizeLocked(a) {
 			continue
 		}
-		l.sizes[a] = n
 		delete(l.unsized, a)
 		for o := range l.users[a] {
 			near[o], pdirs[o.pdir] = true, true
 		}
 	}
 	return l.recomputeLocked(near, pdirs)
+}
+
+// learnSizeLocked makes sure the ledger knows the bytes of the entry at
+// a, asking the cache if need be, and reports whether it does (false:
+// the cache lacks the entry). The caller holds l.mu.
+func (m *Manager) learnSizeLocked(a string) bool {
+	l := &m.pkgs
+	if _, ok := l.sizes[a]; ok {
+		return true
+	}
+	n, ok := m.cfg.Packages.EntrySize(a)
+	if ok {
+		l.sizes[a] = n
+	}
+	return ok
 }
 
 // recomputeLocked computes again the charges of the workspaces near and
@@ -514,22 +523,9 @@ func (m *Manager) fitPackages(w *ws, disk Disk, op func(fit func(lock *packages.
 		}
 		addrs := lock.Addresses()
 		for _, a := range addrs {
-			if _, ok := l.sizes[a]; !ok {
-				if n, ok := m.cfg.Packages.EntrySize(a); ok {
-					l.sizes[a] = n
-				}
-			}
+			m.learnSizeLocked(a)
 		}
-		// What w would pay with this lock: as uniqueLocked, with w's old
-		// lock out of the way.
-		var unique int64
-		for _, a := range addrs {
-			us := l.users[a]
-			_, mine := us[w.key]
-			if len(us) == 0 || (len(us) == 1 && mine) {
-				unique += l.sizes[a]
-			}
-		}
+		unique := l.uniqueLocked(w.key, addrs) // what w would pay with this lock
 		current := l.chargeLocked(w.key)
 		principalNow, principalWith := l.principals[w.key.pdir], l.principalChargeLocked(w.key.pdir, w.key, addrs)
 		n := int64(lockBytes) + unique - current // the Disk counts current already

@@ -117,6 +117,26 @@ func TestPackagesCountByWhatIsUnique(t *testing.T) {
 	}
 }
 
+// installedLock installs names (of lang) in a new workspace of m and
+// returns the lock the install wrote; the workspace is deleted, its
+// packages stay in the cache.
+func installedLock(t *testing.T, m *Manager, lang string, names ...string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	id := m.NewID()
+	if _, err := m.InstallPackages(ctx, "p", id, lang, names); err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.ReadFile(ctx, "p", id, LockPath, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(ctx, "p", id); err != nil {
+		t.Fatal(err)
+	}
+	return f.Data
+}
+
 // TestPackagesOfAWrittenLockCount: a lock the code writes, naming
 // packages the cache lacks, is fetched when the guest asks for its tree,
 // and counts as an install would.
@@ -126,15 +146,9 @@ func TestPackagesOfAWrittenLockCount(t *testing.T) {
 	reg.Add(t, "big2", "1.0.0", nil, map[string]string{"index.js": "//" + strings.Repeat("b", 600_000)})
 	ctx := context.Background()
 	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
-	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "javascript", []string{"big1", "big2"}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := installedLock(t, elsewhere, "javascript", "big1", "big2")
 	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
-	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, lock); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ { // fetched by the first ask, still refused by the second
@@ -165,15 +179,9 @@ func TestPackagesOfAWrittenLockCountPerLanguage(t *testing.T) {
 	reg.Add(t, "small", "1.0.0", nil, map[string]string{"index.js": ""})
 	ctx := context.Background()
 	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
-	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "python", []string{"bigpy"}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := installedLock(t, elsewhere, "python", "bigpy")
 	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), idx.URL())}, newFakeFactory("javascript", "python"))
-	if _, err := m.WriteFile(ctx, "p", "a", LockPath, f.Data); err != nil {
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, lock); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"small"}); err != nil {
@@ -385,17 +393,8 @@ func TestPackagesChargeALinkedLock(t *testing.T) {
 	svc := newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")
 	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
 	ctx := context.Background()
-	if _, err := m.InstallPackages(ctx, "p", "a", "javascript", []string{"big1"}); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := m.ReadFile(ctx, "p", "a", LockPath, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Delete(ctx, "p", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.WriteFile(ctx, "p", "b", ".execd/real.json", lock.Data); err != nil {
+	lock := installedLock(t, m, "javascript", "big1") // its package stays in the cache
+	if _, err := m.WriteFile(ctx, "p", "b", ".execd/real.json", lock); err != nil {
 		t.Fatal(err)
 	}
 	if out := run(t, m, "p", "b", "ln real.json .execd/packages.lock.json"); out.Result.Status != StatusOK {
@@ -415,21 +414,7 @@ func TestPackagesChargeALockRewrittenInPlace(t *testing.T) {
 	reg.Add(t, "tiny", "1.0.0", nil, map[string]string{"index.js": "//x"})
 	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
 	ctx := context.Background()
-	lockOf := func(id, name string) []byte {
-		t.Helper()
-		if _, err := m.InstallPackages(ctx, "p", id, "javascript", []string{name}); err != nil {
-			t.Fatal(err)
-		}
-		f, err := m.ReadFile(ctx, "p", id, LockPath, 0, 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Delete(ctx, "p", id); err != nil {
-			t.Fatal(err)
-		}
-		return f.Data
-	}
-	big, small := lockOf("x", "big1"), lockOf("y", "tiny")
+	big, small := installedLock(t, m, "javascript", "big1"), installedLock(t, m, "javascript", "tiny")
 	for len(small) < len(big) { // the same size: JSON allows trailing spaces
 		small = append(small, ' ')
 	}
@@ -463,13 +448,7 @@ func TestPackagesChargeAFailedView(t *testing.T) {
 	}
 	ctx := context.Background()
 	elsewhere := newTestManager(t, Config{Packages: newPackages(t, reg.URL(), "http://127.0.0.1:1/simple")}, newFakeFactory())
-	if _, err := elsewhere.InstallPackages(ctx, "p", "x", "javascript", names); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := elsewhere.ReadFile(ctx, "p", "x", LockPath, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := installedLock(t, elsewhere, "javascript", names...)
 	cfg := config.Default().Packages
 	cfg.NPMRegistry, cfg.PythonIndex, cfg.MaxPackageBytes, cfg.MaxTotalBytes = reg.URL(), "http://127.0.0.1:1/simple", 1_000_000, 1_000_000
 	svc, err := packages.New(cfg, t.TempDir(), packages.Options{Log: zap.NewNop()})
@@ -477,7 +456,7 @@ func TestPackagesChargeAFailedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newTestManager(t, Config{MaxDiskMiB: 1, Packages: svc}, newFakeFactory())
-	if _, err := m.WriteFile(ctx, "p", "a", LockPath, lock.Data); err != nil {
+	if _, err := m.WriteFile(ctx, "p", "a", LockPath, lock); err != nil {
 		t.Fatal(err)
 	}
 	if v := *run(t, m, "p", "a", `packages {"op":"npm"}`).Result.Value; !strings.Contains(v, "max_total_bytes") {

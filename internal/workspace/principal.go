@@ -113,16 +113,15 @@ func (m *Manager) removeImage(w *ws, lang string) error {
 // to the principal's Budget, and what it did to w's packages lock to the
 // packages ledger. The caller holds w's turn.
 func (m *Manager) metered(w *ws, op func() error) error {
+	defer m.recheckPackages(w, false)
 	b := m.budgetOf(w.key.pdir)
 	if b == nil {
-		defer m.recheckPackages(w, false)
 		return op()
 	}
 	before, _ := guestfs.OwnUsage(w.dir, w.state)
 	err := op()
 	after, _ := guestfs.OwnUsage(w.dir, w.state)
 	b.Add(after - before)
-	m.recheckPackages(w, false)
 	return err
 }
 
