@@ -71,8 +71,9 @@ type runState struct {
 
 	// The network (network.go): the run's requests, and code mode's tool
 	// calls among them (tools.go).
-	net   *netState
-	tools Tools
+	net      *netState
+	netStore netState // what net points to in a run (begin)
+	tools    Tools
 
 	// Packages (packages.go): the source and the answer held for
 	// execd.packages_answer (the guest's goroutine only).
@@ -81,6 +82,42 @@ type runState struct {
 
 	sinkMu sync.Mutex // the guest's progress and its tool calls' come from several goroutines
 	askMu  sync.Mutex // one question to the person at a time; guards waited (interact.go)
+
+	// The run's contexts and its stop (begin): kept here, so that a run
+	// allocates none of its own beyond stopCtx.
+	ctx     runCtx
+	stopper stopper
+}
+
+// begin readies st for a run called with ctx: the guest calls' context
+// (Context), stopCtx, which ends at the run's stop and at its end (stop
+// does both), and the network, whose requests are children of stopCtx.
+func (st *runState) begin(ctx context.Context, nw Network) (stop context.CancelFunc) {
+	st.ctx = runCtx{values: ctx, st: st}
+	st.stopCtx, stop = context.WithCancel(&st.ctx)
+	st.netStore = netState{nw: nw, ctx: st.stopCtx, cancel: stop}
+	st.net = &st.netStore
+	return stop
+}
+
+// Context is the context of the run's guest calls: begin's ctx's values
+// without its end (the run's own stopper ends a run), st under runKey.
+func (st *runState) Context() context.Context { return &st.ctx }
+
+// runCtx is a runState's Context.
+type runCtx struct {
+	values context.Context
+	st     *runState
+}
+
+func (c *runCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *runCtx) Done() <-chan struct{}       { return nil }
+func (c *runCtx) Err() error                  { return nil }
+func (c *runCtx) Value(k any) any {
+	if _, ok := k.(runKey); ok {
+		return c.st
+	}
+	return c.values.Value(k)
 }
 
 // progress hands a report to the run's sink, one at a time.

@@ -52,8 +52,8 @@ const maxNetHead = 1 << 20
 
 // netState is one run's requests.
 type netState struct {
-	nw     Network // nil: the run has no network
-	ctx    context.Context
+	nw     Network            // nil: the run has no network
+	ctx    context.Context    // the run's stopCtx (runState.begin): every request's parent
 	cancel context.CancelFunc // aborts every request: at the stop, at the end
 	wg     sync.WaitGroup
 
@@ -61,7 +61,7 @@ type netState struct {
 	next  int32
 	calls map[int32]*netCall // nil until the first request
 	ready []int32            // finished, not yet reported by net_wait, in order
-	done  chan struct{}      // a token after each completion
+	done  chan struct{}      // a token after each completion; made with calls
 
 	toolCalls []ToolCall // code mode's calls (tools.go)
 }
@@ -75,18 +75,6 @@ type netCall struct {
 	head     []byte // the JSON net_head gives, once finished
 	body     []byte
 	off      int
-}
-
-func newNetState(parent context.Context, nw Network) *netState {
-	ctx, cancel := context.WithCancel(parent)
-	return &netState{nw: nw, ctx: ctx, cancel: cancel, done: make(chan struct{}, 1)}
-}
-
-// abort ends every request at once (the run is being stopped).
-func (n *netState) abort() {
-	if n != nil {
-		n.cancel()
-	}
 }
 
 // end aborts what is left and waits for the requests' goroutines (they
@@ -211,6 +199,7 @@ func (n *netState) add(c *netCall, finished bool) int32 {
 	id := n.next
 	if n.calls == nil { // made by the run's first request: most runs make none
 		n.calls = map[int32]*netCall{}
+		n.done = make(chan struct{}, 1)
 	}
 	n.calls[id] = c
 	if finished {

@@ -48,9 +48,8 @@ func (f *fakeNet) MaxRequestBytes() int64      { return f.maxBody }
 func (f *fakeNet) MaxConcurrentRequests() int  { return f.open }
 
 func netRunState(nw Network) (*runState, func()) {
-	stop, cancel := context.WithCancel(context.Background())
-	st := &runState{stopCtx: stop, net: newNetState(context.Background(), nw)}
-	return st, cancel
+	st := &runState{}
+	return st, st.begin(context.Background(), nw)
 }
 
 // start hands a request head (and body) to net_start.
@@ -153,7 +152,7 @@ func TestNetImports(t *testing.T) {
 	}
 	hostClose(st, hangs[0])
 	// The stop ends the wait at once and aborts the rest.
-	go func() { time.Sleep(20 * time.Millisecond); st.interrupt.Store(true); st.net.abort(); stop() }()
+	go func() { time.Sleep(20 * time.Millisecond); st.interrupt.Store(true); stop() }()
 	if got := st.netWait(0, -1); got != netStopped {
 		t.Errorf("wait at the stop = %d", got)
 	}

@@ -211,19 +211,19 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 	inst.stdout.swap(stdout)
 	inst.stderr.swap(stderr)
 
-	stopCtx, stopInput := context.WithCancel(context.Background())
-	defer stopInput()
-	detached := context.WithoutCancel(ctx) // the requests' parent, and the guest calls'
-	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input, stopCtx: stopCtx,
+	st := &runState{sink: opts.Sink, yielded: time.Since(yieldClock), input: opts.Input,
 		maxImageBytes: w.e.cfg.MaxImageBytes, maxImages: w.e.cfg.MaxImages, budget: &w.e.budget, maxInputAnswer: w.e.cfg.MaxInputAnswerBytes,
-		net: newNetState(detached, opts.Network), tools: opts.Tools, pkgs: opts.Packages}
-	sp := &stopper{w: w, st: st, stopInput: stopInput}
+		tools: opts.Tools, pkgs: opts.Packages}
+	stop := st.begin(ctx, opts.Network)
+	defer stop()
+	sp := &st.stopper
+	sp.w, sp.st, sp.end = w, st, stop
 	if !w.e.cfg.StrictTermination {
 		sp.abandon = make(chan struct{})
 	}
 	st.timer = newRunTimer(opts.Timeout, func() { sp.stop(true) })
 	unwatch := context.AfterFunc(ctx, func() { sp.stop(false) })
-	callCtx := context.WithValue(detached, runKey{}, st)
+	callCtx := st.Context()
 
 	// With the kill switch the call ends within microseconds of the kill
 	// (the guests' sleeps and input waits end at the interrupt), so it runs
@@ -328,10 +328,10 @@ func (w *Worker) run(ctx context.Context, code string, opts RunOptions) (Result,
 // later, the kill. Timers and context.AfterFunc call it: a run that is not
 // stopped costs no goroutine.
 type stopper struct {
-	w         *Worker
-	st        *runState
-	stopInput func()
-	abandon   chan struct{} // without strict termination: closed at the kill
+	w       *Worker
+	st      *runState
+	end     func()        // ends the run's stopCtx: its input waits and requests
+	abandon chan struct{} // without strict termination: closed at the kill
 
 	mu       sync.Mutex
 	sealed   bool // the call returned: too late to stop it
@@ -349,8 +349,7 @@ func (sp *stopper) stop(timedOut bool) {
 	}
 	sp.stopping, sp.timedOut = true, timedOut
 	sp.st.interrupt.Store(true)
-	sp.stopInput()
-	sp.st.net.abort() // a request in flight ends now, not when the guest notices
+	sp.end() // a wait for input or a request in flight ends now, not when the guest notices
 	sp.w.e.observer().Interrupted(sp.w.lang)
 	sp.grace = time.AfterFunc(sp.w.e.cfg.InterruptGrace, sp.kill)
 }

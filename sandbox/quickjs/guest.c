@@ -48,7 +48,7 @@ static JSContext *ctx;
 static JSValue helpers; /* object returned by the bootstrap script */
 /* The helpers' counters every cell's event loop reads, as atoms made once
    at init (JS_GetPropertyStr would look each name up again per read). */
-static JSAtom atom_pending, atom_net_pending, atom_unrefd;
+static JSAtom atom_pending, atom_net_pending, atom_tool_pending, atom_unrefd;
 static int interrupt_fired; /* the host's poll said stop during this cell */
 static int polling;         /* the interrupt handler asks the host */
 
@@ -1087,6 +1087,7 @@ static int setup_globals(void)
     }
     atom_pending = JS_NewAtom(ctx, "pending");
     atom_net_pending = JS_NewAtom(ctx, "netPending");
+    atom_tool_pending = JS_NewAtom(ctx, "toolPending");
     atom_unrefd = JS_NewAtom(ctx, "unrefd");
     /* web.js and intl.js get the natives, the global object and the
        helpers (to register how their objects print). */
@@ -1484,9 +1485,11 @@ static int run_loop(JSValue *exc)
             continue;
         {
             JSValue v;
-            int32_t pending = 0, net_pending = 0, unrefd = 0;
-            if (helper_int(atom_pending, &pending, exc) || helper_int(atom_net_pending, &net_pending, exc))
+            int32_t pending = 0, net_pending = 0, tool_pending = 0, unrefd = 0;
+            if (helper_int(atom_pending, &pending, exc) || helper_int(atom_net_pending, &net_pending, exc) ||
+                helper_int(atom_tool_pending, &tool_pending, exc))
                 return -1;
+            net_pending += tool_pending; /* fetches and tool calls wait in net_wait alike */
             if (net_pending > 0) {
                 int n = net_step(exc);
                 if (n < 0)

@@ -44,19 +44,18 @@
   defineProperty(ToolError.prototype, "name", { value: "ToolError", writable: true, configurable: true });
 
   // The calls the host holds: id -> {resolve, reject, server, tool}. The
-  // loop's count of what is in flight is fetch.js's and these.
+  // loop's count of what is in flight is fetch.js's netPending plus
+  // toolPending, a plain number kept here (the loop reads both after every
+  // job; a getter would be a call each time).
   const calls = new MapCtor();
-  let fetches = helpers.netPending | 0;
-  defineProperty(helpers, "netPending", {
-    configurable: true, enumerable: true,
-    get() { return fetches + sizeOf(calls); },
-    set(v) { fetches = v; },
-  });
+  helpers.toolPending = 0;
+  const counted = () => { helpers.toolPending = sizeOf(calls); };
   const fetchDone = helpers.netDone, fetchClear = helpers.netClear;
   helpers.netDone = (id) => {
     const p = mapGet(calls, id);
     if (p === undefined) return fetchDone(id);
     mapDelete(calls, id);
+    counted();
     let v;
     try {
       v = answer(id, p.server, p.tool);
@@ -66,7 +65,7 @@
     }
     p.resolve(v);
   };
-  helpers.netClear = () => { mapClear(calls); fetchClear(); };
+  helpers.netClear = () => { mapClear(calls); counted(); fetchClear(); };
 
   // read(id): the finished call's answer (its head, parsed), forgotten on
   // the host; its images' bytes are read first.
@@ -132,6 +131,7 @@
         return;
       }
       mapSet(calls, id, { resolve, reject, server, tool });
+      counted();
     });
   }
 
