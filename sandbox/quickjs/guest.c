@@ -49,6 +49,9 @@ static JSValue helpers; /* object returned by the bootstrap script */
 /* The helpers' counters every cell's event loop reads, as atoms made once
    at init (JS_GetPropertyStr would look each name up again per read). */
 static JSAtom atom_pending, atom_net_pending, atom_tool_pending, atom_unrefd;
+/* Never freed: every cell's JS_Eval names its file "<cell>", and finds
+   this atom rather than making it again (and freeing it after). */
+static JSAtom atom_cell;
 static int interrupt_fired; /* the host's poll said stop during this cell */
 static int polling;         /* the interrupt handler asks the host */
 
@@ -1089,6 +1092,7 @@ static int setup_globals(void)
     atom_net_pending = JS_NewAtom(ctx, "netPending");
     atom_tool_pending = JS_NewAtom(ctx, "toolPending");
     atom_unrefd = JS_NewAtom(ctx, "unrefd");
+    atom_cell = JS_NewAtom(ctx, "<cell>");
     /* web.js and intl.js get the natives, the global object and the
        helpers (to register how their objects print). */
     natives = JS_NewObject(ctx);
