@@ -1,6 +1,9 @@
 package worker
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestJSNumberLiterals: the JavaScript guest reads short decimal integers
 // without QuickJS's general number parser (quickjs-wasi.patch); every other
@@ -29,4 +32,19 @@ func TestJSNumberLiterals(t *testing.T) {
 	if r.Status != StatusError {
 		t.Errorf("strict 010: %s; want a SyntaxError", describe(r))
 	}
+}
+
+// TestJSStackNamesTheCell: a cell's code and an eval's run in functions
+// that have no length or name property (quickjs-wasi.patch: nothing can
+// reach them); stack traces still call them <eval>.
+func TestJSStackNamesTheCell(t *testing.T) {
+	t.Parallel()
+	w := newWorker(t, testEngine(t, true), WorkerOptions{})
+	r := w.Run(t.Context(), "function f() { throw new Error('y') }\nf()", RunOptions{})
+	if r.Status != StatusError || r.Error == nil || !strings.Contains(r.Error.Stack, "at f (<cell>:1:") || !strings.Contains(r.Error.Stack, "at <eval> (<cell>:2:") {
+		t.Errorf("throw in a function: %s", describe(r))
+	}
+	check(t, w, "eval's stack", "eval('(function g() { return new Error(\"z\").stack })()').split('\\n').slice(0, 3)",
+		`["    at g (<input>:1:33)", "    at <eval> (<input>:1:47)", "    at <eval> (<cell>:1:5)"]`)
+	check(t, w, "await", "await null; try { null.x } catch (e) { e.stack.trim() }", `"at <eval> (<cell>:1:23)"`)
 }
