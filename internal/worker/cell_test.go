@@ -21,6 +21,13 @@ func TestJSNumberLiterals(t *testing.T) {
 		{"bigint", "[10n, 123456789n * 10n, typeof 1n]", `[10n, 1234567890n, "bigint"]`},
 		{"member access", "[5..toString(), 5 .toFixed(1), (12).toString(2)]", `["5", "5.0", "1100"]`},
 		{"in expressions", "let a = [3,4]; [a[1], 2+3*4, -7, 10%3, 1<2]", "[4, 14, -7, 1, true]"},
+		{"an int value", "1+1", "2"},
+		{"zero", "0", "0"},
+		{"negative zero", "-0", "-0"},
+		{"negative", "-7", "-7"},
+		{"int limits", "2147483647", "2147483647"},
+		{"int minimum", "-2147483648 | 0", "-2147483648"},
+		{"beyond int", "2147483647 + 1", "2147483648"},
 		{"identifier after", "try { eval('10instanceof Number') } catch (e) { e.name }", `"SyntaxError"`},
 		{"identifier after short", "try { eval('3in x') } catch (e) { e.name }", `"SyntaxError"`},
 	}

@@ -11,7 +11,7 @@
 // are built by string concatenation (an array's push could meet a setter on
 // Array.prototype), and nothing iterates with for-of or spread (both go
 // through replaceable iterators).
-(function (write, global) {
+(function (write, global, loopCounts) {
   "use strict";
   const MAX_ITEMS = 100, MAX_DEPTH = 3, MAX_STRING = 10000;
 
@@ -262,13 +262,16 @@
   // is never cleared runs until the run is interrupted.
   const timers = new MapCtor();
   let nextId = 1;
-  // helpers.pending mirrors the number of timers that keep the cell going
-  // so guest.c can skip the timer calls when there is none. An unref'd
-  // timer (fetch.js's AbortSignal.timeout) runs when due while the cell
-  // waits for something else, but does not keep it going by itself.
-  const helpers = { pending: 0, unrefd: 0 };
+  // helpers.counts (an Int32Array over guest.c's loop_counts, which its
+  // event loop reads after every job without a property lookup): [0] the
+  // timers that keep the cell going, so guest.c can skip the timer calls
+  // when there is none; [1] the unref'd timers (fetch.js's
+  // AbortSignal.timeout), which run when due while the cell waits for
+  // something else but do not keep it going by themselves; [2] fetch.js's
+  // fetches and [3] tools.js's calls in flight.
+  const helpers = { counts: loopCounts };
   let unrefd = 0;
-  const count = () => { helpers.pending = mapSize(timers) - unrefd; helpers.unrefd = unrefd; };
+  const count = () => { loopCounts[0] = mapSize(timers) - unrefd; loopCounts[1] = unrefd; };
   function addTimer(fn, ms, args, repeat, unref) {
     if (typeof fn !== "function") throw new TypeErr("callback must be a function");
     ms = mathMax(0, N(ms) || 0);

@@ -516,8 +516,8 @@
   // until one in flight finishes (as browsers queue requests per host).
   const pending = new MapCtor(); // id -> p: the fetches the host holds
   const queued = []; // p: the fetches waiting for room
-  helpers.netPending = 0;
-  const counted = () => { helpers.netPending = mapSize(pending) + queued.length; };
+  const counts = helpers.counts; // [2]: the fetches in flight or queued (bootstrap.js)
+  const counted = () => { counts[2] = mapSize(pending) + queued.length; };
   // launch(p): hands p to the host; false when there is no room for it.
   function launch(p) {
     const id = native.netStart(p.head, p.bytes === null ? undefined : p.bytes);

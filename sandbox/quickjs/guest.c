@@ -48,7 +48,12 @@ static JSContext *ctx;
 static JSValue helpers; /* object returned by the bootstrap script */
 /* The helpers' counters every cell's event loop reads, as atoms made once
    at init (JS_GetPropertyStr would look each name up again per read). */
-static JSAtom atom_pending, atom_net_pending, atom_tool_pending, atom_unrefd;
+/* The event loop's counts, written by the guest's JavaScript through
+   helpers.counts, an Int32Array over this array (bootstrap.js): the timers
+   that keep the cell going, the unref'd timers, fetches and tool calls in
+   flight. run_loop reads them after every job without a property lookup. */
+enum { COUNT_TIMERS, COUNT_UNREFD, COUNT_FETCHES, COUNT_TOOLS, N_COUNTS };
+static int32_t loop_counts[N_COUNTS];
 /* Never freed: every cell's JS_Eval names its file "<cell>", and finds
    this atom rather than making it again (and freeing it after). */
 static JSAtom atom_cell;
@@ -1082,16 +1087,27 @@ static int setup_globals(void)
 
     args[0] = JS_NewCFunction(ctx, js_write, "write", 2);
     args[1] = global;
-    helpers = run_init_script(bootstrap_js, sizeof(bootstrap_js) - 1, "<execd>", 2, args);
+    {
+        /* loop_counts, as the Int32Array helpers.counts (never freed: static) */
+        JSValue view[3]; /* buffer, byte offset, length: JS_NewTypedArray reads all three */
+        view[0] = JS_NewArrayBuffer(ctx, (uint8_t *)loop_counts, sizeof(loop_counts), NULL, NULL, 0);
+        view[1] = JS_NewInt32(ctx, 0);
+        view[2] = JS_NewInt32(ctx, N_COUNTS);
+        args[2] = JS_IsException(view[0]) ? view[0] : JS_NewTypedArray(ctx, 3, view, JS_TYPED_ARRAY_INT32);
+        JS_FreeValue(ctx, view[0]);
+    }
+    if (JS_IsException(args[2])) {
+        JS_FreeValue(ctx, args[0]);
+        print_init_error("helpers.counts");
+        goto done;
+    }
+    helpers = run_init_script(bootstrap_js, sizeof(bootstrap_js) - 1, "<execd>", 3, args);
     JS_FreeValue(ctx, args[0]);
+    JS_FreeValue(ctx, args[2]);
     if (JS_IsException(helpers)) {
         print_init_error("bootstrap.js");
         goto done;
     }
-    atom_pending = JS_NewAtom(ctx, "pending");
-    atom_net_pending = JS_NewAtom(ctx, "netPending");
-    atom_tool_pending = JS_NewAtom(ctx, "toolPending");
-    atom_unrefd = JS_NewAtom(ctx, "unrefd");
     atom_cell = JS_NewAtom(ctx, "<cell>");
     /* web.js and intl.js get the natives, the global object and the
        helpers (to register how their objects print). */
@@ -1239,6 +1255,26 @@ static char *rewrite_imports(char *code, uint32_t *len)
 
 /* cstr_of: printable text of v via helpers.inspect, falling back to
    ToString; the caller frees with JS_FreeCString. NULL if all fails. */
+/* int_digits(v, buf, n): v in decimal, as inspect prints an int, in buf
+   (12 bytes); returns buf. */
+static const char *int_digits(int32_t v, char *buf, size_t *n)
+{
+    char tmp[11];
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    size_t k = 0, i = 0;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[i++] = '-';
+    while (k)
+        buf[i++] = tmp[--k];
+    buf[i] = 0;
+    *n = i;
+    return buf;
+}
+
 static const char *inspect(JSValueConst v, size_t *n)
 {
     JSValue fn, s;
@@ -1450,19 +1486,6 @@ static int sleep_ms(double ms)
     return 0;
 }
 
-/* helper_int(name): helpers[name] as an int32 (0 if it is not one); -1
-   with *exc set when reading it threw. name is one of the atoms below. */
-static int helper_int(JSAtom name, int32_t *out, JSValue *exc)
-{
-    JSValue v = JS_GetProperty(ctx, helpers, name);
-    *out = 0;
-    if (JS_IsException(v) || JS_ToInt32(ctx, out, v)) {
-        *exc = JS_GetException(ctx);
-        return -1;
-    }
-    return 0;
-}
-
 /* Runs the event loop of a cell: queued promise jobs, then timers (sleeping
    until each is due) and requests in flight (waiting in net_wait for one
    to finish or the next timer), until there is nothing left. On an uncaught exception
@@ -1489,11 +1512,9 @@ static int run_loop(JSValue *exc)
             continue;
         {
             JSValue v;
-            int32_t pending = 0, net_pending = 0, tool_pending = 0, unrefd = 0;
-            if (helper_int(atom_pending, &pending, exc) || helper_int(atom_net_pending, &net_pending, exc) ||
-                helper_int(atom_tool_pending, &tool_pending, exc))
-                return -1;
-            net_pending += tool_pending; /* fetches and tool calls wait in net_wait alike */
+            int32_t pending = loop_counts[COUNT_TIMERS];
+            /* fetches and tool calls wait in net_wait alike */
+            int32_t net_pending = loop_counts[COUNT_FETCHES] + loop_counts[COUNT_TOOLS];
             if (net_pending > 0) {
                 int n = net_step(exc);
                 if (n < 0)
@@ -1510,9 +1531,7 @@ static int run_loop(JSValue *exc)
             }
             if (pending <= 0) {
                 /* done: unref'd timers (AbortSignal.timeout) go with the cell */
-                if (helper_int(atom_unrefd, &unrefd, exc))
-                    return -1;
-                if (unrefd > 0)
+                if (loop_counts[COUNT_UNREFD] > 0)
                     JS_FreeValue(ctx, call_helper("dropUnrefd"));
                 return 0;
             }
@@ -1552,6 +1571,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     buf_t b = {0}, eb = {0}; /* the envelope, its error part */
     const char *status = "ok", *shown = NULL;
     size_t shown_len = 0;
+    char int_text[12]; /* an int value's digits: shown without a JS string */
 
     free(result_buf);
     result_buf = NULL;
@@ -1622,9 +1642,12 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     /* The value is printed while the host may still stop the cell: a
        getter, a Proxy trap or toString in it is the cell's code. */
     if (!failed && !JS_IsUndefined(val)) {
-        shown = inspect(val, &shown_len);
+        if (JS_VALUE_GET_TAG(val) == JS_TAG_INT)
+            shown = int_digits(JS_VALUE_GET_INT(val), int_text, &shown_len);
+        else
+            shown = inspect(val, &shown_len);
         if (interrupt_fired) {
-            if (shown)
+            if (shown && shown != int_text)
                 JS_FreeCString(ctx, shown);
             shown = NULL;
             failed = 1;
@@ -1679,7 +1702,7 @@ EXPORT("execd_eval") char *execd_eval(char *code, uint32_t len)
     }
     buf_puts(&b, "}");
     free(eb.p);
-    if (shown)
+    if (shown && shown != int_text)
         JS_FreeCString(ctx, shown);
     JS_FreeValue(ctx, exc);
     JS_FreeValue(ctx, val);

@@ -44,12 +44,11 @@
   defineProperty(ToolError.prototype, "name", { value: "ToolError", writable: true, configurable: true });
 
   // The calls the host holds: id -> {resolve, reject, server, tool}. The
-  // loop's count of what is in flight is fetch.js's netPending plus
-  // toolPending, a plain number kept here (the loop reads both after every
-  // job; a getter would be a call each time).
+  // loop waits while fetch.js's count or this one ([3] of helpers.counts,
+  // see bootstrap.js) is above zero.
   const calls = new MapCtor();
-  helpers.toolPending = 0;
-  const counted = () => { helpers.toolPending = sizeOf(calls); };
+  const counts = helpers.counts;
+  const counted = () => { counts[3] = sizeOf(calls); };
   const fetchDone = helpers.netDone, fetchClear = helpers.netClear;
   helpers.netDone = (id) => {
     const p = mapGet(calls, id);
