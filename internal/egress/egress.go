@@ -204,7 +204,7 @@ func (s *Service) Session(principal, workspace string) *Session {
 	if p == nil {
 		p = s.def
 	}
-	return &Session{s: s, p: p, principal: principal, workspace: workspace, reached: map[string]int{}}
+	return &Session{s: s, p: p, principal: principal, workspace: workspace}
 }
 
 // Session: see Service.Session.
@@ -231,6 +231,9 @@ type HostCount struct {
 func (x *Session) Reached() []HostCount {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if len(x.order) == 0 {
+		return nil
+	}
 	out := make([]HostCount, 0, len(x.order))
 	for _, h := range x.order {
 		out = append(out, HostCount{Host: h, Requests: x.reached[h]})
@@ -241,6 +244,9 @@ func (x *Session) Reached() []HostCount {
 func (x *Session) reach(host string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.reached == nil { // made by the first answer: most runs send no request
+		x.reached = map[string]int{}
+	}
 	if _, ok := x.reached[host]; !ok {
 		x.order = append(x.order, host)
 	}
