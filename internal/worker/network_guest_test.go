@@ -388,8 +388,13 @@ while True:
 	aborted := n.srv.Aborted.Load()
 	n.check(t, js, `const ac = new AbortController(); const f = fetch("$HTTP/hang", {signal: ac.signal}); setTimeout(() => ac.abort(), 50);
 		let m; try { await f } catch (e) { m = e.name } m`, `"AbortError"`)
-	if !n.srv.WaitIdle(10*time.Second) || n.srv.Aborted.Load() != aborted+1 {
+	// /hang never answers: a request that went on keeps the server busy.
+	// The forgotten request above may reach the server only now and count
+	// as aborted too, so the count is at least one more.
+	if !n.srv.WaitIdle(10 * time.Second) {
 		t.Error("the aborted request went on")
+	} else if n.srv.Aborted.Load() < aborted+1 {
+		t.Error("the server did not see the aborted request end")
 	}
 	n.check(t, js, `let t; try { await fetch("$HTTP/hang", {signal: AbortSignal.timeout(100)}) } catch (e) { t = e.name } t`, `"TimeoutError"`)
 }
