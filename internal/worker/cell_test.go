@@ -53,5 +53,8 @@ func TestJSStackNamesTheCell(t *testing.T) {
 	}
 	check(t, w, "eval's stack", "eval('(function g() { return new Error(\"z\").stack })()').split('\\n').slice(0, 3)",
 		`["    at g (<input>:1:33)", "    at <eval> (<input>:1:47)", "    at <eval> (<cell>:1:5)"]`)
+	// A function of the code keeps both, whatever its name.
+	check(t, w, "a function named <eval>", `const o = {"<eval>": function (a, b) {}}; [o["<eval>"].name, o["<eval>"].length, Object.hasOwn(o["<eval>"], "length")]`,
+		`["<eval>", 2, true]`)
 	check(t, w, "await", "await null; try { null.x } catch (e) { e.stack.trim() }", `"at <eval> (<cell>:1:23)"`)
 }
