@@ -134,7 +134,10 @@ func lastOf(t *testing.T, ch <-chan map[string]any, logs func() string) map[stri
 // half a request's headers. net/http alone gives a connection without a
 // whole request 5 s (its allowance for new connections) or the
 // read-header timeout before it counts as idle, so the bound below is
-// that mechanism's, not a speed target.
+// that mechanism's, not a speed target: the connections were accepted
+// before the signal by milliseconds, so a daemon that waited for them exits
+// just under 5 s after it; 4 s tells the two apart and leaves a race-built
+// daemon on a loaded machine room.
 func TestIdleExitDoesNotWaitForSilentConnections(t *testing.T) {
 	d, p := startProbedDaemon(t, t.TempDir(), `read_header_timeout = "1h"`)
 	// A keep-alive connection, idle after its request.
@@ -166,7 +169,7 @@ func TestIdleExitDoesNotWaitForSilentConnections(t *testing.T) {
 	start := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	waitExit(t, d.exited, d.logs)
-	if took := time.Since(start); took >= 2500*time.Millisecond {
+	if took := time.Since(start); took >= 4*time.Second {
 		t.Fatalf("exit took %v: it waited for connections that carried no request to answer", took)
 	}
 }
