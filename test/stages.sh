@@ -9,6 +9,9 @@
 # one after another. A stage of a parallel step prefixes its output lines with "[stage] ".
 # The first stage that fails ends the run: the other lanes of its step are stopped, no
 # later step starts, and the run exits with that stage's status after the table.
+# Under the table, the lines of the failed stage's output that say what failed (go test's
+# "--- FAIL" lines with their first messages, a panic, a data race, a failed package, or else
+# the stage's last lines), so that a reader of the run's last lines learns which test it was.
 #
 # MAKE names the make to run (the Makefile passes its own). The table is the one
 # BENCHMARKS.md's "Test suite stage times" keeps: one row per stage (its wall time, and its
@@ -47,11 +50,11 @@ run_stage() {
 	echo "$t0" >"$tmp/$stage.start"
 	if [ -n "$prefix" ]; then
 		echo "[$stage] === stage $stage"
-		"$make" --no-print-directory "$stage" 2>&1 | sed -u "s/^/[$stage] /"
+		"$make" --no-print-directory "$stage" 2>&1 | tee "$tmp/$stage.log" | sed -u "s/^/[$stage] /"
 		rc=${PIPESTATUS[0]}
 	else
-		"$make" --no-print-directory "$stage"
-		rc=$?
+		"$make" --no-print-directory "$stage" 2>&1 | tee "$tmp/$stage.log"
+		rc=${PIPESTATUS[0]}
 	fi
 	cpu
 	echo "$rc $(($(now) - t0)) $((CPU - c0))" >"$tmp/$stage"
@@ -65,6 +68,26 @@ run_lane() {
 	for s in "${st[@]}"; do
 		run_stage "$s" "$2" || return
 	done
+}
+
+# what_failed STAGE: at most 14 lines of the stage's output that say what failed, each cut
+# to 160 characters.
+what_failed() {
+	local log=$tmp/$1.log lines
+	[ -f "$log" ] || return 0
+	lines=$(awk '
+		# go test: a failed test and the first two lines of its messages (indented deeper).
+		/^ *--- FAIL: / { print; match($0, /^ */); ind = RLENGTH; keep = 2; next }
+		keep > 0 { match($0, /^ */); if (RLENGTH > ind && $0 !~ /^ *--- /) { print; keep--; next } keep = 0 }
+		/^FAIL\t/ || /^panic: / || /^WARNING: DATA RACE/ || /^fatal error: / || /test timed out after/ { print }
+	' "$log")
+	if [ -z "$lines" ]; then # not go test: the last lines before make's own
+		lines=$(grep -v -E '^make(\[[0-9]+\])?: ' "$log" | tail -n 8)
+	fi
+	local n
+	n=$(printf '%s\n' "$lines" | wc -l)
+	printf '%s\n' "$lines" | head -n 14 | cut -c1-160 | sed 's/^/  /'
+	[ "$n" -le 14 ] || echo "  ($((n - 14)) more such lines in the stage's output above)"
 }
 
 rows=() # "name|wall µs|cpu µs or -|result"
@@ -152,4 +175,14 @@ for r in "${rows[@]}"; do
 done
 cpu
 printf '| all | %s | %s | %s |\n' "$(minsec "$total")" "$(minsec "$CPU")" "$([ "$rc" -eq 0 ] && echo ok || echo failed)"
+if [ "$rc" -ne 0 ]; then
+	for r in "${rows[@]}"; do
+		IFS='|' read -r n _ _ res <<<"$r"
+		if [[ $res == FAILED* ]]; then
+			echo
+			echo "what failed in stage $n:"
+			what_failed "$n"
+		fi
+	done
+fi
 exit "$rc"
