@@ -63,6 +63,14 @@ func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var hog []*os.File
+	release := func() {
+		for _, f := range hog {
+			f.Close()
+		}
+		hog = nil
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	defer release() // a failure below must not leave the tests after it without descriptors
 	// fill opens descriptors until none is left. It runs before each try:
 	// another part of the process (a file an earlier test dropped, closed
 	// by its finalizer) may free one meanwhile.
@@ -96,10 +104,7 @@ func TestOutOfDescriptorsIsSaidClearly(t *testing.T) {
 		errs = append(errs, err)
 		refused = append(refused, id)
 	}
-	for _, f := range hog {
-		f.Close()
-	}
-	syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	release()
 	for _, err := range errs {
 		var we *Error
 		if !errors.As(err, &we) || we.Code != Exhausted || !strings.Contains(we.Msg, "run out of file descriptors") || !strings.Contains(we.Msg, "did not run") {
