@@ -263,16 +263,25 @@ func TestCloseHibernatesEveryLiveWorkspace(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- m.Close(context.Background()) }()
 	// The idle ones are saved while the busy one runs on.
+	deadline := time.Now().Add(10 * time.Second)
+	var unsaved []string
 	for i := range 10 {
 		img := filepath.Join(dir, "p", stateDirName, fmt.Sprintf("w%d", i), "javascript.img")
 		for {
 			if _, err := os.Stat(img); err == nil {
 				break
 			}
+			if time.Now().After(deadline) {
+				unsaved = append(unsaved, fmt.Sprintf("w%d", i))
+				break
+			}
 			time.Sleep(time.Millisecond)
 		}
 	}
 	f.release <- struct{}{}
+	if unsaved != nil {
+		t.Fatalf("no image 10 s after Close began, while a call ran on, for %v", unsaved)
+	}
 	if err := <-busy; err != nil {
 		t.Fatal(err)
 	}
