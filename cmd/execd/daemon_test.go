@@ -90,21 +90,34 @@ func launch(t *testing.T, toml string, withAdmin bool) (*daemon, string) {
 	}
 	d := &daemon{t: t, cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan error, 1)}
 	urlc, debugc := make(chan string, 1), make(chan string, 1)
+	logged := make(chan struct{}) // closed when the last line of the log is in d.stderr
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			d.mu.Lock()
 			d.stderr.WriteString(sc.Text() + "\n")
 			d.mu.Unlock()
 			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
+				select {
+				case urlc <- m[1]:
+				default: // only the first is waited for
+				}
 			}
 			if m := adminURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				debugc <- m[1]
+				select {
+				case debugc <- m[1]:
+				default: // only the first is waited for
+				}
 			}
 		}
 	}()
-	go func() { d.exited <- cmd.Wait(); pw.Close() }()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		<-logged // so that whoever learns of the exit reads the whole log
+		d.exited <- err
+	}()
 	t.Cleanup(func() {
 		if d.cmd.ProcessState == nil {
 			d.cmd.Process.Kill()

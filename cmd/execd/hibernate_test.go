@@ -186,10 +186,14 @@ func TestUnusableImagesStartFresh(t *testing.T) {
 			t.Errorf("%s: the next call: %v", name, sc)
 		}
 	}
-	if n := strings.Count(d2.logs(), "saved interpreter unusable"); n != len(damage) {
+	// The daemon's log reaches the test through a pipe, a moment after the
+	// answers that follow each line.
+	unusable := func() int { return strings.Count(d2.logs(), "saved interpreter unusable") }
+	waitFor(t, "a warning line for each damaged image", d2.logs, func() bool { return unusable() >= len(damage) })
+	d2.stop()
+	if n := unusable(); n != len(damage) {
 		t.Errorf("%d warning lines for %d damaged images:\n%s", n, len(damage), d2.logs())
 	}
-	d2.stop()
 }
 
 func TestSIGKILLWhileSavingLeavesNoBrokenImage(t *testing.T) {
