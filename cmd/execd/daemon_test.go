@@ -99,16 +99,10 @@ func launch(t *testing.T, toml string, withAdmin bool) (*daemon, string) {
 			d.stderr.WriteString(sc.Text() + "\n")
 			d.mu.Unlock()
 			if m := listenURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urlc <- m[1]:
-				default: // only the first is waited for
-				}
+				offer(urlc, m[1])
 			}
 			if m := adminURLRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case debugc <- m[1]:
-				default: // only the first is waited for
-				}
+				offer(debugc, m[1])
 			}
 		}
 	}()
@@ -136,6 +130,15 @@ func launch(t *testing.T, toml string, withAdmin bool) (*daemon, string) {
 		}
 	}
 	return d, debug
+}
+
+// offer sends s on c unless c is full: launch waits for the first URL of
+// each kind only, and the log's reader must never block.
+func offer(c chan<- string, s string) {
+	select {
+	case c <- s:
+	default:
+	}
 }
 
 func (d *daemon) logs() string {
