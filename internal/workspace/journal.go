@@ -88,6 +88,15 @@ func (j *journal) append(op byte, k key, lang string) error {
 	return err
 }
 
+// suffix is what names this Manager's files beside its journal
+// ("<pid>.<ns>"); "" without a journal.
+func (j *journal) suffix() string {
+	if j.f == nil {
+		return ""
+	}
+	return strings.TrimPrefix(filepath.Base(j.f.Name()), journalPrefix)
+}
+
 // close closes the journal, and removes it when nothing in it is still
 // live (every interpreter it marked was saved or closed with a note). Only
 // the first call acts.
@@ -116,12 +125,17 @@ func compactJournals(dataDir string) (int, error) {
 		if !strings.HasPrefix(e.Name(), journalPrefix) || !e.Type().IsRegular() {
 			continue
 		}
-		n, err := compactJournal(dataDir, filepath.Join(dataDir, e.Name()))
+		path := filepath.Join(dataDir, e.Name())
+		n, err := compactJournal(dataDir, path)
 		marked += n
 		if err != nil {
 			errs = append(errs, err)
 		}
+		if !exists(path) { // its Manager is gone, and so are its spares
+			removeSpares(dataDir, ents, e.Name())
+		}
 	}
+	removeSpares(dataDir, ents, "") // of no journal (spares.go)
 	return marked, errors.Join(errs...)
 }
 

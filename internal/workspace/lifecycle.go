@@ -14,7 +14,7 @@ import (
 // (ReasonResetByUser).
 func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
-		if err := prepareDirs(w.dir, w.state, m.langs.offered()); err != nil {
+		if err := prepareDirs(m.spares, w.dir, w.state, m.langs.offered()); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not reset the workspace", Err: err}
 		}
 		m.dropState(w, note(ReasonResetByUser))
@@ -129,6 +129,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	if saved+lost > 0 {
 		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
 	}
+	// The spares go first: they are removed by the journal's compaction
+	// while the journal is there.
+	m.spares.close()
 	// Every interpreter the journal marked now has a note, unless some
 	// were closed unsaved: then the next start compacts it.
 	m.journal.close(lost == 0 && ctx.Err() == nil)

@@ -178,7 +178,7 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	ready, disk := w.ready, w.disk
 	m.mu.Unlock()
 	if !ready {
-		err := m.admitWorkspace(w, func() error { return prepareDirs(w.dir, w.state, m.langs.offered()) })
+		err := m.admitWorkspace(w, func() error { return prepareDirs(m.spares, w.dir, w.state, m.langs.offered()) })
 		var refused *Error
 		if errors.As(err, &refused) {
 			return nil, refused
@@ -212,16 +212,17 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	return disk, nil
 }
 
-// prepareDirs makes the files directory (0700) of a workspace if missing.
-// Its state directory is made when something is first written in it (a
-// note, an image, a checkpoint): a new workspace costs one mkdir, and its
-// interpreters are marked live in the journal (journal.go). The
+// prepareDirs makes the files directory (0700) of a workspace if missing,
+// from one of the spares when one is ready (spares.go). Its state
+// directory is made when something is first written in it (a note, an
+// image, a checkpoint): a new workspace costs one rename, or one mkdir,
+// and its interpreters are marked live in the journal (journal.go). The
 // principal's state root (<principal>/~state) is made with the principal's
 // first workspace; a principal directory without one is of an execd that
 // kept no images, and every workspace in it gets the note that its
 // interpreters' state was lost with that process (olderExecd).
-func prepareDirs(dir, state string, langs []string) error {
-	err := os.Mkdir(dir, 0o700)
+func prepareDirs(spares *spareDirs, dir, state string, langs []string) error {
+	err := spares.mkdir(dir)
 	if errors.Is(err, fs.ErrNotExist) { // the principal's first workspace
 		if err = os.MkdirAll(dir, 0o700); err == nil {
 			err = os.MkdirAll(filepath.Dir(state), 0o700)

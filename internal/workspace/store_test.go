@@ -189,7 +189,7 @@ func TestNotes(t *testing.T) {
 func TestPrepareDirs(t *testing.T) {
 	root := t.TempDir()
 	dir, state := filepath.Join(root, "p", "w"), filepath.Join(root, "p", stateDirName, "w")
-	if err := prepareDirs(dir, state, []string{"js"}); err != nil {
+	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil {
 		t.Fatalf("a principal's first workspace: %v", err)
 	}
 	for _, d := range []string{dir, filepath.Dir(state)} {
@@ -203,7 +203,7 @@ func TestPrepareDirs(t *testing.T) {
 	if n := readNote(state, "js"); n != noteNone {
 		t.Errorf("a new workspace's note: %q; want none", n)
 	}
-	if err := prepareDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != noteNone {
+	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil || readNote(state, "js") != noteNone {
 		t.Errorf("files without state, beside the state root: %v, note %q; want none", err, readNote(state, "js"))
 	}
 	if err := writeNote(state, "js", noteSaved); err != nil || readNote(state, "js") != noteSaved {
@@ -214,7 +214,7 @@ func TestPrepareDirs(t *testing.T) {
 	os.RemoveAll(filepath.Dir(state))
 	other := filepath.Join(root, "p", "other")
 	os.Mkdir(other, 0o700)
-	if err := prepareDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != note(ReasonRestarted) {
+	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil || readNote(state, "js") != note(ReasonRestarted) {
 		t.Errorf("files of an older execd: %v, note %q; want restarted", err, readNote(state, "js"))
 	}
 	if n := readNote(filepath.Join(root, "p", stateDirName, "other"), "js"); n != note(ReasonRestarted) {
@@ -224,14 +224,14 @@ func TestPrepareDirs(t *testing.T) {
 	if err := os.WriteFile(state2, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareDirs(dir2, state2, []string{"js"}); err == nil {
+	if err := prepareDirs(&spareDirs{}, dir2, state2, []string{"js"}); err == nil {
 		t.Error("a state path that is a file was accepted")
 	}
 	dir3 := filepath.Join(root, "p", "w3")
 	if err := os.WriteFile(dir3, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareDirs(dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
+	if err := prepareDirs(&spareDirs{}, dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
 		t.Error("a files path that is a file was accepted")
 	}
 }
