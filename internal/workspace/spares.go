@@ -36,7 +36,7 @@ type spareDirs struct {
 	mu       sync.Mutex
 	ready    []string // names in dir, each an empty directory made by this pool
 	made     int      // names given so far
-	disabled bool     // a rename showed the pool cannot serve (another file system)
+	disabled bool     // a rename showed the pool cannot serve (see disable)
 
 	wake chan struct{}
 	stop chan struct{}
@@ -91,8 +91,8 @@ func (s *spareDirs) mkdir(dir string) error {
 		case errors.Is(err, syscall.EEXIST):
 			s.put(name) // still spare
 			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
-		case errors.Is(err, syscall.EXDEV):
-			s.disable(name, err)
+		case errors.Is(err, syscall.EXDEV), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP):
+			s.disable(name, err) // another file system, or one without RENAME_NOREPLACE
 		default: // dir's parent missing (a principal's first workspace), or the spare gone
 			if _, err := os.Lstat(src); err == nil {
 				s.put(name)
@@ -134,8 +134,8 @@ func (s *spareDirs) put(name string) {
 }
 
 // disable stops the pool for good: its directory and the data directory's
-// workspaces are not on one file system, so no spare can become a
-// workspace.
+// workspaces are not on one file system, or the file system cannot rename
+// without replacing, so no spare can become a workspace.
 func (s *spareDirs) disable(name string, err error) {
 	s.mu.Lock()
 	first := !s.disabled

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // spareDir is the Manager's pool directory.
@@ -198,4 +201,45 @@ func TestSpareDirsOfAManagerThatIsGone(t *testing.T) {
 	}
 	run(t, m3, "p", "a", "set x 1")
 	run(t, m4, "p", "b", "set x 1")
+}
+
+// A pool on another file system than the workspaces turns itself off at
+// its first rename (EXDEV): the workspace is made with mkdir, and no later
+// one tries a spare again.
+func TestSpareDirsOnAnotherFileSystem(t *testing.T) {
+	data := t.TempDir()
+	other, err := os.MkdirTemp("/dev/shm", "execd-spares-")
+	if err != nil {
+		t.Skipf("no /dev/shm to put the pool on another file system: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(other) })
+	var a, b syscall.Stat_t
+	if syscall.Stat(data, &a) != nil || syscall.Stat(other, &b) != nil || a.Dev == b.Dev {
+		t.Skip("/dev/shm and the test's temporary directory are one file system here")
+	}
+	s := newSpareDirs(other, "1.2", zap.NewNop())
+	defer s.close()
+	for {
+		s.mu.Lock()
+		n := len(s.ready)
+		s.mu.Unlock()
+		if n == SpareDirs {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := s.mkdir(filepath.Join(data, id)); err != nil {
+			t.Fatalf("mkdir %s: %v", id, err)
+		}
+		if st, err := os.Lstat(filepath.Join(data, id)); err != nil || !st.IsDir() {
+			t.Fatalf("%s: %v %v", id, st, err)
+		}
+	}
+	if s.take() != "" || !s.disabled {
+		t.Error("the pool still hands out spares after EXDEV")
+	}
+	if ents, _ := os.ReadDir(s.dir); len(ents) != SpareDirs {
+		t.Errorf("the pool holds %d directories; want its %d left where they were", len(ents), SpareDirs)
+	}
 }
