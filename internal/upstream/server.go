@@ -276,7 +276,9 @@ func (s *server) watch(c *conn) {
 		}
 	}
 	c.why = why
-	close(c.done)
+	// c stops being the current connection before c.done tells anyone it
+	// ended: a call that failed with it returns at c.done, and the next
+	// call must find no connection, not this one again.
 	s.mu.Lock()
 	if s.cur == c {
 		s.cur, s.list = nil, nil
@@ -290,6 +292,7 @@ func (s *server) watch(c *conn) {
 		}
 	}
 	s.mu.Unlock()
+	close(c.done)
 	if !c.byUs.Load() {
 		s.log.Warn("upstream connection ended", zap.String("why", why))
 	}

@@ -74,7 +74,8 @@ func newSpareDirs(dataDir, suffix string, log *zap.Logger) *spareDirs {
 // pool by a file or a link), which is removed again.
 func (s *spareDirs) mkdir(dir string) error {
 	if name := s.take(); name != "" {
-		err := renameNoReplace(filepath.Join(s.dir, name), dir)
+		src := filepath.Join(s.dir, name)
+		err := renameNoReplace(src, dir)
 		if err == nil {
 			s.used()
 			if st, err := os.Lstat(dir); err == nil && st.IsDir() {
@@ -86,7 +87,6 @@ func (s *spareDirs) mkdir(dir string) error {
 			}
 			return os.Mkdir(dir, 0o700)
 		}
-		src := filepath.Join(s.dir, name)
 		switch {
 		case errors.Is(err, syscall.EEXIST):
 			s.put(name) // still spare
