@@ -264,7 +264,7 @@ func printReport(w io.Writer, path string) error {
 			if len(e) > 0 && len(p) > 0 {
 				er, pr := med(e, func(s summary) float64 { return s.RPS }), med(p, func(s summary) float64 { return s.RPS })
 				if pr > 0 {
-					ratio = fmt.Sprintf("%.2f×", er/pr)
+					ratio = fmt.Sprintf("%.2f×", er/pr) + roundRatios(e, p)
 				}
 			}
 			perr := "–"
@@ -317,4 +317,25 @@ func printReport(w io.Writer, path string) error {
 		}
 	}
 	return nil
+}
+
+// roundRatios is the spread of execd's req/s over the peer's within each
+// round both ran in, " (rounds 0.84–1.05)": the two ran minutes apart at
+// most, so a round's ratio is free of what the machine did between rounds,
+// which moves the ratio of the medians. "" with fewer than two rounds.
+func roundRatios(e, p []summary) string {
+	peer := map[int]float64{}
+	for _, s := range p {
+		peer[s.Round] = s.RPS
+	}
+	var r []float64
+	for _, s := range e {
+		if pr, ok := peer[s.Round]; ok && pr > 0 {
+			r = append(r, s.RPS/pr)
+		}
+	}
+	if len(r) < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (rounds %.2f–%.2f)", slices.Min(r), slices.Max(r))
 }
