@@ -125,17 +125,13 @@ func compactJournals(dataDir string) (int, error) {
 		if !strings.HasPrefix(e.Name(), journalPrefix) || !e.Type().IsRegular() {
 			continue
 		}
-		path := filepath.Join(dataDir, e.Name())
-		n, err := compactJournal(dataDir, path)
+		n, err := compactJournal(dataDir, filepath.Join(dataDir, e.Name()))
 		marked += n
 		if err != nil {
 			errs = append(errs, err)
 		}
-		if !exists(path) { // its Manager is gone, and so are its spares
-			removeSpares(dataDir, ents, e.Name())
-		}
 	}
-	removeSpares(dataDir, ents, "") // of no journal (spares.go)
+	removeSpares(dataDir, ents) // of the Managers whose journals are gone now
 	return marked, errors.Join(errs...)
 }
 

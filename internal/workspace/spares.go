@@ -18,7 +18,7 @@ import (
 // call's path (RATIONALE.md, "Why are new files directories made ahead of
 // need?"). Each Manager keeps them in ~spare.<pid>.<ns> at the top of the
 // data directory, named as its live journal is; the compaction of that
-// journal after the Manager is gone removes them (compactJournals), and a
+// journal after the Manager is gone removes them (removeSpares), and a
 // clean Close removes them itself.
 const sparePrefix = "~spare."
 
@@ -92,7 +92,7 @@ func (s *spareDirs) mkdir(dir string) error {
 			s.put(name) // still spare
 			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
 		case errors.Is(err, syscall.EXDEV), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.EOPNOTSUPP):
-			s.disable(name, err) // another file system, or one without RENAME_NOREPLACE
+			s.disable(err) // another file system, or one without RENAME_NOREPLACE
 		default: // dir's parent missing (a principal's first workspace), or the spare gone
 			if _, err := os.Lstat(src); err == nil {
 				s.put(name)
@@ -136,11 +136,10 @@ func (s *spareDirs) put(name string) {
 // disable stops the pool for good: its directory and the data directory's
 // workspaces are not on one file system, or the file system cannot rename
 // without replacing, so no spare can become a workspace.
-func (s *spareDirs) disable(name string, err error) {
+func (s *spareDirs) disable(err error) {
 	s.mu.Lock()
 	first := !s.disabled
 	s.disabled = true
-	s.ready = append(s.ready, name)
 	s.mu.Unlock()
 	if first {
 		s.log.Warn("spare directories: off (new workspaces make their own)", zap.Error(err))
@@ -201,22 +200,16 @@ func (s *spareDirs) close() {
 	})
 }
 
-// removeSpares removes the spare directories of the Manager whose journal
-// is named journal (gone: its journal was compacted), or of any Manager
-// with no journal left when journal is "".
-func removeSpares(dataDir string, ents []os.DirEntry, journalName string) {
+// removeSpares removes every spare pool in dataDir whose Manager's journal
+// is gone: compactJournals runs it after it has compacted (and removed)
+// the journals of the Managers that are gone; a running Manager's journal
+// is there, and so is one whose compaction failed: their pools stay.
+func removeSpares(dataDir string, ents []os.DirEntry) {
 	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, sparePrefix) || !e.IsDir() {
+		suffix, ok := strings.CutPrefix(e.Name(), sparePrefix)
+		if !ok || !e.IsDir() || exists(filepath.Join(dataDir, journalPrefix+suffix)) {
 			continue
 		}
-		suffix := strings.TrimPrefix(name, sparePrefix)
-		if journalName != "" && journalName != journalPrefix+suffix {
-			continue
-		}
-		if journalName == "" && exists(filepath.Join(dataDir, journalPrefix+suffix)) {
-			continue // its journal decides
-		}
-		_ = os.RemoveAll(filepath.Join(dataDir, name))
+		_ = os.RemoveAll(filepath.Join(dataDir, e.Name()))
 	}
 }
