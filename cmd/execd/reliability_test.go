@@ -165,6 +165,8 @@ func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
 			t.Errorf("%s: %v %v", name, sc, err)
 		}
 	}
+	// The workspace has written nothing: its directory is not made yet.
+	os.MkdirAll(filepath.Join(data, "local", "busy"), 0o700)
 	os.WriteFile(filepath.Join(data, "local", "busy", "stop"), nil, 0o600)
 	sc, isErr, err := mcptest.Structured(running.wait())
 	if err != nil || isErr || sc["status"] != "ok" || sc["result"] != `"finished"` {

@@ -26,8 +26,10 @@ import (
 // (an error wrapping syscall.EMFILE or ENFILE when it cannot). Path
 // operations also open it on demand.
 func (q *FS) Acquire() error {
-	_, err := q.openRoot()
-	return err
+	if _, err := q.openRoot(); err != errUnmade {
+		return err
+	}
+	return nil
 }
 
 // Release closes the descriptor the FS holds for itself; the next path
@@ -52,6 +54,9 @@ func (q *FS) openRoot() (*os.Root, error) {
 	if q.root == nil {
 		r, err := os.OpenRoot(q.dir)
 		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && q.unmade() {
+				return nil, errUnmade
+			}
 			return nil, err
 		}
 		q.root = r
@@ -108,6 +113,9 @@ func (q *FS) confine(p string, follow bool) sys.Errno {
 		return 0
 	}
 	root, err := q.openRoot()
+	if err == errUnmade {
+		return 0 // an empty tree: the operation finds nothing to follow
+	}
 	if err != nil {
 		return sys.UnwrapOSError(err)
 	}

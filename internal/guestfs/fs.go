@@ -51,6 +51,11 @@ type FS struct {
 	refused       atomic.Int64
 	budgetRefused atomic.Int64
 	closed        atomic.Bool
+
+	// mkdir makes the directory of an FS made by NewLazy (nil: New's,
+	// which exists); made is set once it exists (lazy.go).
+	mkdir func() error
+	made  atomic.Bool
 }
 
 var _ sys.FS = (*FS)(nil)
@@ -76,7 +81,9 @@ func NewInBudget(dir string, limitBytes int64, b *Budget) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, budget: b, used: used}, nil
+	q := &FS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, budget: b, used: used}
+	q.made.Store(true)
+	return q, nil
 }
 
 // String returns the host directory.
@@ -114,6 +121,9 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 	}
 	if flag&writeFlags == 0 && flag&sys.O_CREAT == 0 {
 		f, errno := q.inner.OpenFile(c, flag, perm)
+		if errno == sys.ENOENT && c == "." && q.unmade() {
+			return q.newRootDir(), 0
+		}
 		if errno != 0 {
 			return nil, errno
 		}
@@ -163,6 +173,9 @@ func (q *FS) Lstat(p string) (wsys.Stat_t, sys.Errno) {
 	if errno != 0 {
 		return wsys.Stat_t{}, errno
 	}
+	if c == "." {
+		return q.rootStat()
+	}
 	return q.inner.Lstat(c)
 }
 
@@ -171,6 +184,9 @@ func (q *FS) Stat(p string) (wsys.Stat_t, sys.Errno) {
 	c, errno := q.checked(p, true)
 	if errno != 0 {
 		return wsys.Stat_t{}, errno
+	}
+	if c == "." {
+		return q.rootStat()
 	}
 	return q.inner.Stat(c)
 }
@@ -192,6 +208,11 @@ func (q *FS) Chmod(p string, perm fs.FileMode) sys.Errno {
 	c, errno := q.checked(p, true)
 	if errno != 0 {
 		return errno
+	}
+	if c == "." {
+		if errno := q.make(); errno != 0 {
+			return errno
+		}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -306,6 +327,11 @@ func (q *FS) Utimens(p string, atim, mtim int64) sys.Errno {
 	c, errno := q.checked(p, true)
 	if errno != 0 {
 		return errno
+	}
+	if c == "." {
+		if errno := q.make(); errno != 0 {
+			return errno
+		}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

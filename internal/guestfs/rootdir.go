@@ -43,7 +43,7 @@ func (d *rootDir) Stat() (wsys.Stat_t, sys.Errno) {
 	if d.opened {
 		return d.File.Stat()
 	}
-	return d.q.inner.Stat(".")
+	return d.q.rootStat()
 }
 
 func (d *rootDir) Dev() (uint64, sys.Errno) {
@@ -57,7 +57,13 @@ func (d *rootDir) Ino() (wsys.Inode, sys.Errno) {
 }
 
 func (d *rootDir) Readdir(n int) ([]sys.Dirent, sys.Errno) {
-	if errno := d.open(); errno != 0 {
+	if errno := d.open(); errno == sys.ENOENT && d.q.unmade() {
+		// No entries yet: an empty directory's handle lists them, and
+		// rewinds, until the next Readdir finds the directory made.
+		if d.File, errno = EmptyDir.OpenFile(".", sys.O_RDONLY, 0); errno != 0 {
+			return nil, errno
+		}
+	} else if errno != 0 {
 		return nil, errno
 	}
 	return d.File.Readdir(n)

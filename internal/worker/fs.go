@@ -1,13 +1,12 @@
 package worker
 
 import (
-	"io"
 	"io/fs"
 	"sync/atomic"
-	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"execd/internal/guestfs"
 )
 
 // openFiles counts the files a guest holds open through its mounts. A
@@ -69,36 +68,5 @@ func (f *countedFile) Close() experimentalsys.Errno {
 // and of the instance a base image is made from: every instance has the
 // same mounts in the same order, so the descriptor numbers the guest's libc
 // recorded at init (its preopen table, in linear memory) match every
-// instance restored from the image. Its times are the epoch, which no real
-// directory has, so a guest caching a listing by modification time (Python's
-// import system) sees a real workspace as changed.
-var emptyDir experimentalsys.FS = &sysfs.AdaptFS{FS: emptyFS{}}
-
-type emptyFS struct{}
-
-func (emptyFS) Open(name string) (fs.File, error) {
-	if name != "." {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-	}
-	return emptyRoot{}, nil
-}
-
-type emptyRoot struct{}
-
-func (emptyRoot) Stat() (fs.FileInfo, error) { return emptyRoot{}, nil }
-func (emptyRoot) Read([]byte) (int, error) {
-	return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid}
-}
-func (emptyRoot) Close() error { return nil }
-func (emptyRoot) ReadDir(n int) ([]fs.DirEntry, error) {
-	if n > 0 {
-		return nil, io.EOF
-	}
-	return nil, nil
-}
-func (emptyRoot) Name() string       { return "." }
-func (emptyRoot) Size() int64        { return 0 }
-func (emptyRoot) Mode() fs.FileMode  { return fs.ModeDir | 0o555 }
-func (emptyRoot) ModTime() time.Time { return time.Unix(0, 0) }
-func (emptyRoot) IsDir() bool        { return true }
-func (emptyRoot) Sys() any           { return nil }
+// instance restored from the image.
+var emptyDir = guestfs.EmptyDir

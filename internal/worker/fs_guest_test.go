@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"execd/internal/guestfs"
 )
 
 // The JavaScript guest's files: its fs functions, show() of a path and
@@ -79,5 +81,53 @@ func TestJSRelativePathsMeanTheWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "b.txt")); err != nil {
 		t.Errorf("b.txt is not in the workspace: %v", err)
+	}
+}
+
+// A workspace that has written nothing has no directory on the host
+// (guestfs.NewLazy): each guest sees an empty /workspace — it stats, lists
+// and reads as one, its imports work — and its first write makes the
+// directory.
+func TestWorkspaceDirNotMadeYet(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		lang, look, write, want string
+	}{
+		{"javascript",
+			`[fs.exists("/workspace"), fs.readdir("/workspace"), fs.exists("a.txt"), JSON.parse("[1]")[0]]`,
+			`fs.writeFile("a.txt", "hi"); fs.readdir(".")`,
+			`[true, [], false, 1]`},
+		{"python",
+			"import os, json, stat\n" +
+				"(stat.S_ISDIR(os.stat('/workspace').st_mode), os.listdir('.'), os.listdir('/workspace'), os.path.exists('a.txt'), json.loads('[1]')[0])",
+			"open('a.txt', 'w').write('hi')\nos.listdir('.')",
+			`(True, [], [], False, 1)`},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "ws")
+			q, err := guestfs.NewLazy(dir, 0, nil, func() error { return os.MkdirAll(dir, 0o700) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			w, err := testEngine(t, true).NewWorker(context.Background(), c.lang, WorkerOptions{FS: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if r := mustRun(t, w, c.look, StatusOK); value(r) != c.want {
+				t.Errorf("a workspace not made yet: %s; want %s", value(r), c.want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("looking made the directory: %v", err)
+			}
+			if r := mustRun(t, w, c.write, StatusOK); !strings.Contains(value(r), "a.txt") {
+				t.Errorf("after the first write: %s", value(r))
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "hi" {
+				t.Errorf("a.txt on the host: %q, %v", b, err)
+			}
+		})
 	}
 }

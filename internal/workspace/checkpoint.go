@@ -75,7 +75,15 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 		if err := m.saveInterpreters(ctx, w, tmp, w.key, false); err != nil {
 			return err
 		}
-		if err := guestfs.CopyTree(w.dir, filepath.Join(tmp, filesDirName)); err != nil {
+		// A workspace that wrote nothing has no files directory: its
+		// checkpoint holds an empty one.
+		cp := filepath.Join(tmp, filesDirName)
+		if exists(w.dir) {
+			err = guestfs.CopyTree(w.dir, cp)
+		} else {
+			err = os.Mkdir(cp, 0o700)
+		}
+		if err != nil {
 			return stateError("could not copy the workspace's files", err)
 		}
 		taken, err := m.takeDisk(w, "the checkpoint", tmp)
@@ -253,10 +261,14 @@ func (m *Manager) restoreCheckpoint(w *ws, id, checkpoint string) error {
 
 // swapDirs exchanges the directories dir and other (atomically where the
 // system can), so that dir holds what other held; other then holds the old
-// content, for the caller to remove.
+// content, for the caller to remove. A dir not made yet (a workspace that
+// wrote nothing) is other, renamed.
 func swapDirs(dir, other string) error {
 	if exchange(dir, other) == nil {
 		return nil
+	}
+	if !exists(dir) {
+		return os.Rename(other, dir)
 	}
 	old := other + "~old"
 	if err := os.Rename(dir, old); err != nil {
@@ -333,8 +345,11 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if err := os.Remove(files); err != nil {
 			return stateError("could not create the fork", err)
 		}
-		if err := guestfs.CopyTree(src.dir, files); err != nil {
-			return stateError("could not copy the workspace's files", err)
+		withFiles := exists(src.dir) // a source that wrote nothing: neither does the fork
+		if withFiles {
+			if err := guestfs.CopyTree(src.dir, files); err != nil {
+				return stateError("could not copy the workspace's files", err)
+			}
 		}
 		m.createMu.Lock()
 		defer m.createMu.Unlock()
@@ -345,15 +360,19 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 		if err != nil {
 			return err
 		}
-		// State first: a workspace exists once its files do.
+		// State first. A crash between the two renames leaves a workspace
+		// with the fork's interpreters and no files, which List shows and
+		// Delete removes.
 		if err := os.Rename(state, t.state); err != nil {
 			m.budgetOf(src.key.pdir).Add(-taken)
 			return stateError("could not create the fork", err)
 		}
-		if err := os.Rename(files, t.dir); err != nil {
-			os.RemoveAll(t.state)
-			m.budgetOf(src.key.pdir).Add(-taken)
-			return stateError("could not create the fork", err)
+		if withFiles {
+			if err := os.Rename(files, t.dir); err != nil {
+				os.RemoveAll(t.state)
+				m.budgetOf(src.key.pdir).Add(-taken)
+				return stateError("could not create the fork", err)
+			}
 		}
 		m.recheckPackages(t, false) // the packages the fork's lock shares cost the source less
 		return nil

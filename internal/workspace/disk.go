@@ -64,11 +64,13 @@ var _ Disk = (*guestfs.FS)(nil)
 // MaxTouched is the most files one run's Outcome names.
 const MaxTouched = guestfs.MaxTouched
 
-// openDisk opens the Disk of the directory dir, which exists, with a quota
-// of limitBytes (<= 0: none), charging the principal's budget b too (nil:
-// none).
-func openDisk(dir string, limitBytes int64, b *guestfs.Budget) (Disk, error) {
-	d, err := guestfs.NewInBudget(dir, limitBytes, b)
+// openDisk opens the Disk of w's files directory, with a quota of
+// limitBytes (<= 0: none), charging the principal's budget b too (nil:
+// none). Until the directory exists the Disk reads as an empty one and
+// makes it before the first change (makeFilesDir).
+func openDisk(w *ws, limitBytes int64, b *guestfs.Budget) (Disk, error) {
+	dir, state := w.dir, w.state
+	d, err := guestfs.NewLazy(dir, limitBytes, b, func() error { return makeFilesDir(dir, state) })
 	if err != nil {
 		return nil, err
 	}

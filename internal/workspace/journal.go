@@ -88,15 +88,6 @@ func (j *journal) append(op byte, k key, lang string) error {
 	return err
 }
 
-// suffix is what names this Manager's files beside its journal
-// ("<pid>.<ns>"); "" without a journal.
-func (j *journal) suffix() string {
-	if j.f == nil {
-		return ""
-	}
-	return strings.TrimPrefix(filepath.Base(j.f.Name()), journalPrefix)
-}
-
 // close closes the journal, and removes it when nothing in it is still
 // live (every interpreter it marked was saved or closed with a note). Only
 // the first call acts.
@@ -131,8 +122,23 @@ func compactJournals(dataDir string) (int, error) {
 			errs = append(errs, err)
 		}
 	}
-	removeSpares(dataDir, ents) // of the Managers whose journals are gone now
+	removeOldSpares(dataDir, ents)
 	return marked, errors.Join(errs...)
+}
+
+// removeOldSpares removes the empty directories an earlier execd kept
+// ready for new workspaces (~spare.<pid>.<ns>, named as its journal) once
+// that journal is gone: compacted above, or never made. A running execd's
+// journal is there, and so is one whose compaction failed: their
+// directories stay.
+func removeOldSpares(dataDir string, ents []os.DirEntry) {
+	for _, e := range ents {
+		suffix, ok := strings.CutPrefix(e.Name(), "~spare.")
+		if !ok || !e.IsDir() || exists(filepath.Join(dataDir, journalPrefix+suffix)) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(dataDir, e.Name()))
+	}
 }
 
 func compactJournal(dataDir, path string) (int, error) {
@@ -153,11 +159,10 @@ func compactJournal(dataDir, path string) (int, error) {
 	}
 	marked := 0
 	for _, m := range liveInJournal(b.Bytes()) {
-		pdir := filepath.Join(dataDir, m.k.pdir)
-		if st, err := os.Stat(filepath.Join(pdir, m.k.id)); err != nil || !st.IsDir() {
-			continue // deleted since (possibly by another instance)
-		}
-		state := filepath.Join(pdir, stateDirName, m.k.id)
+		// The mark stands even when the workspace has no directory: one that
+		// never wrote a file or saved anything has none (RATIONALE.md, "Why
+		// is a workspace's files directory made only when it is written?").
+		state := filepath.Join(dataDir, m.k.pdir, stateDirName, m.k.id)
 		if readNote(state, m.lang) != noteNone {
 			continue // a later note is the truth (saved, reset, …)
 		}

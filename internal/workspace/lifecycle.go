@@ -14,7 +14,7 @@ import (
 // (ReasonResetByUser).
 func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) error {
 	return m.withTurn(ctx, principal, id, func(w *ws) error {
-		if err := prepareDirs(m.spares, w.dir, w.state, m.langs.offered()); err != nil {
+		if err := checkDirs(w.dir, w.state, m.langs.offered()); err != nil {
 			return &Error{Code: StartFailed, Msg: "could not reset the workspace", Err: err}
 		}
 		m.dropState(w, note(ReasonResetByUser))
@@ -24,11 +24,9 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 		m.forgetDisk(w)
 		m.forgetRecent(w.key)
 		return m.metered(w, func() error {
+			// The next change makes the directory again (makeFilesDir).
 			if err := os.RemoveAll(w.dir); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
-			}
-			if err := os.MkdirAll(w.dir, 0o700); err != nil {
-				return &Error{Code: StartFailed, Msg: "could not recreate the workspace's directory", Err: err}
 			}
 			return nil
 		})
@@ -129,9 +127,6 @@ func (m *Manager) Close(ctx context.Context) error {
 	if saved+lost > 0 {
 		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
 	}
-	// The spares go first: they are removed by the journal's compaction
-	// while the journal is there.
-	m.spares.close()
 	// Every interpreter the journal marked now has a note, unless some
 	// were closed unsaved: then the next start compacts it.
 	m.journal.close(lost == 0 && ctx.Err() == nil)

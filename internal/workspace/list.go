@@ -151,18 +151,24 @@ func (m *Manager) list(pd string, from *ListFrom, limit int) ([]Info, bool) {
 	}
 	m.mu.Unlock()
 
-	entries, _ := os.ReadDir(pdir)
-	for _, e := range entries {
-		if !e.IsDir() || ValidateID(e.Name()) != nil {
-			continue
-		}
-		in := infos[e.Name()]
-		if in == nil {
-			in = &Info{ID: e.Name(), DiskBytes: -1}
-			if fi, err := e.Info(); err == nil {
+	// On disk, a workspace has a files directory, a state directory or
+	// both (workspaceIDs); when not live, it was last used when the later
+	// of the two last changed.
+	onDisk := map[string]*Info{}
+	for _, d := range []string{pdir, filepath.Join(pdir, stateDirName)} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if !e.IsDir() || ValidateID(e.Name()) != nil || infos[e.Name()] != nil && onDisk[e.Name()] == nil {
+				continue
+			}
+			in := onDisk[e.Name()]
+			if in == nil {
+				in = &Info{ID: e.Name(), DiskBytes: -1}
+				infos[e.Name()], onDisk[e.Name()] = in, in
+			}
+			if fi, err := e.Info(); err == nil && fi.ModTime().After(in.LastUsed) {
 				in.LastUsed = fi.ModTime()
 			}
-			infos[e.Name()] = in
 		}
 	}
 	out := make([]Info, 0, len(infos))

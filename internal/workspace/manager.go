@@ -201,8 +201,6 @@ type Manager struct {
 	fds fdWatch
 	// journal marks the interpreters that start with no note (journal.go).
 	journal *journal
-	// spares are empty directories, ready to be new workspaces' (spares.go).
-	spares *spareDirs
 
 	stop        chan struct{}
 	janitorDone chan struct{}
@@ -271,7 +269,6 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	}
 	m.fds.log = log
 	m.journal = openJournal(cfg.DataDir, log)
-	m.spares = newSpareDirs(cfg.DataDir, m.journal.suffix(), log)
 	if m.obs == nil {
 		m.obs = nopObserver{}
 	}

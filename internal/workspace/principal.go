@@ -125,20 +125,56 @@ func (m *Manager) metered(w *ws, op func() error) error {
 	return err
 }
 
-// admitWorkspace makes the directories of w when it is new, within
-// Config.MaxWorkspacesPerPrincipal; make does it (prepareDirs). Workspaces
-// are counted on disk, under one lock, so that calls at once cannot pass
-// the cap together.
-func (m *Manager) admitWorkspace(w *ws, make func() error) error {
-	if m.cfg.MaxWorkspacesPerPrincipal <= 0 || exists(w.dir) {
-		return make()
+// admitWorkspace runs admit, which checks w's directories and marks the
+// record ready, within Config.MaxWorkspacesPerPrincipal when w is new.
+// Workspaces are counted (workspaceIDs) under one lock, held until admit
+// has marked w ready, so that calls at once cannot pass the cap together.
+func (m *Manager) admitWorkspace(w *ws, admit func() error) error {
+	if m.cfg.MaxWorkspacesPerPrincipal <= 0 || onDisk(w) {
+		return admit()
 	}
 	m.createMu.Lock()
 	defer m.createMu.Unlock()
 	if err := m.roomForWorkspace(w.key.pdir); err != nil {
 		return err
 	}
-	return make()
+	return admit()
+}
+
+// workspaceIDs returns the ids of the workspaces of the principal whose
+// directory is pdir: those with a files or a state directory, and with
+// inMemory those held in memory, with live interpreters or admitted by a
+// turn (ready) and not written yet. A workspace exists while it is in
+// one of these places.
+func (m *Manager) workspaceIDs(pdir string, inMemory bool) map[string]bool {
+	ids := map[string]bool{}
+	if inMemory {
+		m.mu.Lock()
+		for k, w := range m.wss {
+			if k.pdir == pdir && (w.ready || len(w.runners) > 0) {
+				ids[k.id] = true
+			}
+		}
+		m.mu.Unlock()
+	}
+	pd := filepath.Join(m.cfg.DataDir, pdir)
+	for _, d := range []string{pd, filepath.Join(pd, stateDirName)} {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			if e.IsDir() && ValidateID(e.Name()) == nil {
+				ids[e.Name()] = true
+			}
+		}
+	}
+	return ids
+}
+
+// onDisk reports whether w has a files or a state directory.
+func onDisk(w *ws) bool { return isDir(w.dir) || isDir(w.state) }
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // roomForWorkspace refuses a new workspace of the principal whose
@@ -148,13 +184,7 @@ func (m *Manager) roomForWorkspace(pdir string) error {
 	if m.cfg.MaxWorkspacesPerPrincipal <= 0 {
 		return nil
 	}
-	n := 0
-	entries, _ := os.ReadDir(filepath.Join(m.cfg.DataDir, pdir))
-	for _, e := range entries {
-		if e.IsDir() && ValidateID(e.Name()) == nil {
-			n++
-		}
-	}
+	n := len(m.workspaceIDs(pdir, true))
 	if n >= m.cfg.MaxWorkspacesPerPrincipal {
 		return &Error{Code: LimitReached, Msg: fmt.Sprintf("this token has %d workspaces, the most workspace.max_workspaces_per_principal allows; "+
 			"delete one you no longer need (delete_workspace) and try again; nothing was created", n)}

@@ -13,9 +13,9 @@ import (
 	"execd/internal/guestfs"
 )
 
-// onDisk is the data under dir as the disk holds it: each regular file's
+// diskBytes is the data under dir as the disk holds it: each regular file's
 // bytes once, however many names it has.
-func onDisk(t *testing.T, dir string) int64 {
+func diskBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	seen := map[uint64]bool{}
 	var total int64
@@ -78,7 +78,7 @@ func TestPrincipalDiskBudgetBoundsCheckpoints(t *testing.T) {
 	if made < 2 {
 		t.Errorf("only %d checkpoints fit in %d MiB", made, budgetMiB)
 	}
-	if got := onDisk(t, filepath.Join(m.cfg.DataDir, "alice")); got > budgetMiB<<20 {
+	if got := diskBytes(t, filepath.Join(m.cfg.DataDir, "alice")); got > budgetMiB<<20 {
 		t.Errorf("alice has %d bytes on disk, over her budget of %d MiB", got, budgetMiB)
 	}
 	// The guest's own writes are refused too, and the result says which
@@ -167,7 +167,7 @@ func TestPrincipalDiskBudgetCountsImages(t *testing.T) {
 	limitNamed(t, "a third 3 MB image in 8 MiB", err, "workspace.max_principal_disk_mib")
 	_, err = m.Fork(ctx, "p", "w", "f")
 	limitNamed(t, "a fork whose image does not fit", err, "workspace.max_principal_disk_mib")
-	if got := onDisk(t, filepath.Join(m.cfg.DataDir, "p")); got > 8<<20 {
+	if got := diskBytes(t, filepath.Join(m.cfg.DataDir, "p")); got > 8<<20 {
 		t.Errorf("%d bytes on disk, over the 8 MiB budget", got)
 	}
 	if exists(filepath.Join(m.cfg.DataDir, "p", "f")) {

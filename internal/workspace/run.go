@@ -178,7 +178,15 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	ready, disk := w.ready, w.disk
 	m.mu.Unlock()
 	if !ready {
-		err := m.admitWorkspace(w, func() error { return prepareDirs(m.spares, w.dir, w.state, m.langs.offered()) })
+		err := m.admitWorkspace(w, func() error {
+			if err := checkDirs(w.dir, w.state, m.langs.offered()); err != nil {
+				return err
+			}
+			m.mu.Lock()
+			w.ready = true
+			m.mu.Unlock()
+			return nil
+		})
 		var refused *Error
 		if errors.As(err, &refused) {
 			return nil, refused
@@ -188,11 +196,8 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 				return nil, e
 			}
 			m.log.Error("workspace directory", zap.String("workspace", w.key.id), zap.Error(err))
-			return nil, &Error{Code: StartFailed, Msg: "could not create the workspace's directory", Err: err}
+			return nil, &Error{Code: StartFailed, Msg: "could not open the workspace's directory", Err: err}
 		}
-		m.mu.Lock()
-		w.ready = true
-		m.mu.Unlock()
 	}
 	if disk == nil {
 		var err error
@@ -212,52 +217,53 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 	return disk, nil
 }
 
-// prepareDirs makes the files directory (0700) of a workspace if missing,
-// from one of the spares when one is ready (spares.go). Its state
-// directory is made when something is first written in it (a note, an
-// image, a checkpoint): a new workspace costs one rename, or one mkdir,
-// and its interpreters are marked live in the journal (journal.go). The
-// principal's state root (<principal>/~state) is made with the principal's
-// first workspace; a principal directory without one is of an execd that
-// kept no images, and every workspace in it gets the note that its
+// checkDirs checks the directories of a workspace a turn is about to use,
+// and makes none: a workspace's files directory is made when something is
+// first written in it (makeFilesDir), its state directory when something
+// is first saved or noted in it, so a new workspace costs no mkdir at all
+// (RATIONALE.md, "Why is a workspace's files directory made only when it
+// is written?"); its interpreters are marked live in the journal
+// (journal.go). A path of either that is not a directory is damage. A
+// principal directory without a state root (<principal>/~state) is of an
+// execd that kept no images: every workspace in it gets the note that its
 // interpreters' state was lost with that process (olderExecd).
-func prepareDirs(spares *spareDirs, dir, state string, langs []string) error {
-	err := spares.mkdir(dir)
-	if errors.Is(err, fs.ErrNotExist) { // the principal's first workspace
-		if err = os.MkdirAll(dir, 0o700); err == nil {
-			err = os.MkdirAll(filepath.Dir(state), 0o700)
+func checkDirs(dir, state string, langs []string) error {
+	for _, p := range []string{dir, state} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", p)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-	}
-	if err == nil {
-		// A state path that is not a directory is damage, not a workspace
-		// without state.
-		if st, err := os.Lstat(state); err == nil && !st.IsDir() {
-			return fmt.Errorf("%s is not a directory", state)
-		}
-		return nil
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if st, err := os.Stat(dir); err != nil {
-		return err
-	} else if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	st, err := os.Stat(state)
-	switch {
-	case err == nil && !st.IsDir():
-		return fmt.Errorf("%s is not a directory", state)
-	case err == nil || !errors.Is(err, fs.ErrNotExist):
-		return err
 	}
 	root := filepath.Dir(state)
-	if _, err := os.Stat(root); err == nil {
-		return nil // a workspace of this layout with nothing saved yet
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(root); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return olderExecd(filepath.Dir(dir), root, langs)
+	pdir := filepath.Dir(dir)
+	if _, err := os.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
+		return nil // the principal's first workspace
+	} else if err != nil {
+		return err
+	}
+	return olderExecd(pdir, root, langs)
+}
+
+// makeFilesDir makes the files directory of a workspace (0700), and the
+// principal's state root before it, so that the principal directory is
+// never taken for an older execd's (checkDirs). It finds a directory made
+// already; the workspace's Disk calls it before the first change
+// (guestfs.NewLazy).
+func makeFilesDir(dir, state string) error {
+	if err := os.MkdirAll(filepath.Dir(state), 0o700); err != nil {
+		return err
+	}
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+			return nil
+		}
+	}
+	return err
 }
 
 // olderExecd marks every workspace of a principal directory of an execd

@@ -183,55 +183,70 @@ func TestNotes(t *testing.T) {
 	}
 }
 
-// A workspace's files directory is made when missing, its state directory
-// only when something is saved in it; a path in their place that is not a
-// directory is an error, not a workspace without state.
-func TestPrepareDirs(t *testing.T) {
+// A workspace's directories are checked, never made, when a turn takes
+// it: its files directory is made by the first change (makeFilesDir), with
+// the principal's state root before it; its state directory only when
+// something is saved in it. A path in their place that is not a directory
+// is an error, not a workspace without state.
+func TestCheckDirs(t *testing.T) {
 	root := t.TempDir()
 	dir, state := filepath.Join(root, "p", "w"), filepath.Join(root, "p", stateDirName, "w")
-	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil {
+	if err := checkDirs(dir, state, []string{"js"}); err != nil {
 		t.Fatalf("a principal's first workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "p")); !os.IsNotExist(err) {
+		t.Fatalf("a new workspace made its principal's directory: %v", err)
+	}
+	if err := makeFilesDir(dir, state); err != nil {
+		t.Fatal(err)
 	}
 	for _, d := range []string{dir, filepath.Dir(state)} {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			t.Fatalf("%s: %v; want a directory", d, err)
 		}
 	}
+	if err := makeFilesDir(dir, state); err != nil {
+		t.Fatalf("making a files directory that exists: %v", err)
+	}
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("a new workspace's state directory: %v; want none yet", err)
 	}
-	if n := readNote(state, "js"); n != noteNone {
-		t.Errorf("a new workspace's note: %q; want none", n)
-	}
-	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil || readNote(state, "js") != noteNone {
+	if err := checkDirs(dir, state, []string{"js"}); err != nil || readNote(state, "js") != noteNone {
 		t.Errorf("files without state, beside the state root: %v, note %q; want none", err, readNote(state, "js"))
 	}
 	if err := writeNote(state, "js", noteSaved); err != nil || readNote(state, "js") != noteSaved {
 		t.Errorf("the first note: %v, %q; want it written, its directory made", err, readNote(state, "js"))
 	}
 	// A principal directory without a state root is of an execd that kept
-	// no images: every workspace in it lost its state.
+	// no images: every workspace in it lost its state, whichever workspace
+	// of the principal is used first, an old one or a new one.
 	os.RemoveAll(filepath.Dir(state))
 	other := filepath.Join(root, "p", "other")
 	os.Mkdir(other, 0o700)
-	if err := prepareDirs(&spareDirs{}, dir, state, []string{"js"}); err != nil || readNote(state, "js") != note(ReasonRestarted) {
-		t.Errorf("files of an older execd: %v, note %q; want restarted", err, readNote(state, "js"))
+	fresh, freshState := filepath.Join(root, "p", "fresh"), filepath.Join(root, "p", stateDirName, "fresh")
+	if err := checkDirs(fresh, freshState, []string{"js"}); err != nil || readNote(freshState, "js") != noteNone {
+		t.Errorf("a new workspace beside an older execd's: %v, note %q; want none", err, readNote(freshState, "js"))
 	}
-	if n := readNote(filepath.Join(root, "p", stateDirName, "other"), "js"); n != note(ReasonRestarted) {
-		t.Errorf("another workspace of the older execd: note %q; want restarted", n)
+	for _, w := range []string{"w", "other"} {
+		if n := readNote(filepath.Join(root, "p", stateDirName, w), "js"); n != note(ReasonRestarted) {
+			t.Errorf("workspace %s of the older execd: note %q; want restarted", w, n)
+		}
 	}
 	dir2, state2 := filepath.Join(root, "p", "w2"), filepath.Join(root, "p", stateDirName, "w2")
 	if err := os.WriteFile(state2, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareDirs(&spareDirs{}, dir2, state2, []string{"js"}); err == nil {
+	if err := checkDirs(dir2, state2, []string{"js"}); err == nil {
 		t.Error("a state path that is a file was accepted")
 	}
 	dir3 := filepath.Join(root, "p", "w3")
 	if err := os.WriteFile(dir3, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := prepareDirs(&spareDirs{}, dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
+	if err := checkDirs(dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
 		t.Error("a files path that is a file was accepted")
+	}
+	if err := makeFilesDir(dir3, filepath.Join(root, "p", stateDirName, "w3")); err == nil {
+		t.Error("a files directory made over a file")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // The turn: one call (or the Manager's own work: hibernation, expiry) at a
@@ -248,10 +247,8 @@ func (m *Manager) turnUnlessAsking(ctx context.Context, principal, id string, mu
 	m.mu.Lock()
 	hasRunners := len(w.runners) > 0
 	m.mu.Unlock()
-	if mustExist && !hasRunners {
-		if st, err := os.Stat(w.dir); err != nil || !st.IsDir() {
-			return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q does not exist", id)}
-		}
+	if mustExist && !hasRunners && !onDisk(w) {
+		return &Error{Code: NotFound, Msg: fmt.Sprintf("workspace %q does not exist", id)}
 	}
 	return op(w)
 }
