@@ -26,10 +26,17 @@ import (
 // (an error wrapping syscall.EMFILE or ENFILE when it cannot). Path
 // operations also open it on demand.
 func (q *FS) Acquire() error {
-	if _, err := q.openRoot(); err != errUnmade {
-		return err
+	_, err := q.openRoot()
+	if err == errUnmade {
+		// Nothing to hold yet: whether a descriptor is still to be had,
+		// for the first change.
+		f, err := os.Open("/")
+		if err != nil {
+			return err
+		}
+		return f.Close()
 	}
-	return nil
+	return err
 }
 
 // Release closes the descriptor the FS holds for itself; the next path

@@ -119,6 +119,9 @@ func (q *FS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File, sys
 	if q.special(c, follow) {
 		return nil, sys.ENOTSUP
 	}
+	if c == "." && flag&(writeFlags|sys.O_CREAT) != 0 && q.unmade() {
+		return nil, sys.EISDIR // as the empty directory it reads as would say
+	}
 	if flag&writeFlags == 0 && flag&sys.O_CREAT == 0 {
 		f, errno := q.inner.OpenFile(c, flag, perm)
 		if errno == sys.ENOENT && c == "." && q.unmade() {

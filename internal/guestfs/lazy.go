@@ -18,7 +18,7 @@ import (
 // it is made, the FS reads as an empty directory (the root's Stat, an
 // empty listing; anything below it ENOENT), and the first change that adds
 // an entry (a create, mkdir, link or symlink, a write_file, a chmod or
-// utimes of the root) calls mkdir first. Confinement needs no descriptor
+// utimes of the root) calls mkdir first, once the quota allowed it. Confinement needs no descriptor
 // while there is no directory: nothing exists to be followed, and a
 // directory just made holds nothing either.
 

@@ -56,6 +56,9 @@ func TestLazyFSReadsAsEmptyUntilAChange(t *testing.T) {
 	if errno := q.Rename("a", "b"); errno != sys.ENOENT {
 		t.Fatalf("rename below a directory not made: %v, want ENOENT", errno)
 	}
+	if _, errno := q.OpenFile(".", sys.O_WRONLY, 0); errno != sys.EISDIR {
+		t.Fatalf("opening the root for writing: %v, want EISDIR", errno)
+	}
 	for _, flag := range []sys.Oflag{sys.O_RDONLY, sys.O_RDONLY | sys.O_DIRECTORY} {
 		d := mustOpen(t, q, ".", flag)
 		ents, errno := d.Readdir(-1)
@@ -151,6 +154,17 @@ func TestLazyFSMkdirFails(t *testing.T) {
 	f.Close()
 	if *calls != 3 || !exists(filepath.Join(dir, "f")) {
 		t.Fatalf("%d mkdir calls; file made %v", *calls, exists(filepath.Join(dir, "f")))
+	}
+}
+
+// A change the quota refuses makes no directory.
+func TestLazyFSQuotaRefusalMakesNothing(t *testing.T) {
+	q, dir, calls, _ := newLazyFS(t, entryCost-1)
+	if _, errno := q.OpenFile("f", rw, 0o600); errno != ErrnoQuota {
+		t.Fatalf("a create past the quota: %v, want %v", errno, ErrnoQuota)
+	}
+	if *calls != 0 || exists(dir) {
+		t.Fatalf("a refused create made the directory: %d calls", *calls)
 	}
 }
 

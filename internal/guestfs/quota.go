@@ -181,13 +181,14 @@ func (q *FS) charged(n int64, op func() sys.Errno) sys.Errno { return q.chargedA
 // chargedAs is charged for an operation that costs the Budget shared bytes
 // rather than n (data shared with another name is charged to it once).
 func (q *FS) chargedAs(n, shared int64, op func() sys.Errno) sys.Errno {
-	if n > 0 { // it adds to the tree, which must exist (lazy.go)
-		if errno := q.make(); errno != 0 {
-			return errno
-		}
-	}
 	if errno := q.reserve(n, shared); errno != 0 {
 		return errno
+	}
+	if n > 0 { // it adds to the tree, which must exist (lazy.go)
+		if errno := q.make(); errno != 0 {
+			q.budget.Add(-shared)
+			return errno
+		}
 	}
 	if errno := op(); errno != 0 {
 		q.budget.Add(-shared)

@@ -310,9 +310,10 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 			m.unref(t)
 			return &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 		}
+		inMemory := len(t.runners) > 0 || t.ready // one that has written nothing yet
 		m.mu.Unlock()
 		defer m.releaseClaim(t)
-		if exists(t.dir) || exists(t.state) {
+		if inMemory || exists(t.dir) || exists(t.state) {
 			return &Error{Code: Exists, Msg: fmt.Sprintf("workspace %q exists", newID)}
 		}
 		m.createMu.Lock()

@@ -24,9 +24,13 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 		m.forgetDisk(w)
 		m.forgetRecent(w.key)
 		return m.metered(w, func() error {
-			// The next change makes the directory again (makeFilesDir).
 			if err := os.RemoveAll(w.dir); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
+			}
+			// An empty directory in its place: the workspace may have
+			// nothing else that says it exists.
+			if err := makeFilesDir(w.dir, w.state, m.langs.offered()); err != nil {
+				return &Error{Code: StartFailed, Msg: "could not recreate the workspace's directory", Err: err}
 			}
 			return nil
 		})
@@ -55,17 +59,19 @@ func (m *Manager) Delete(ctx context.Context, principal, id string) error {
 		w.ready = false
 		m.mu.Unlock()
 		m.forgetRecent(w.key)
+		// The journal first: a crash during the removal must not mark the
+		// workspace lost, which would bring it back (journal.go).
+		if err := m.journal.deleted(w.key); err != nil {
+			m.log.Error("live journal", zap.String("workspace", w.key.id), zap.Error(err))
+		}
 		return m.metered(w, func() error {
 			// The state goes first: files without state read as a workspace
-			// whose state was lost, state without files would come back.
+			// whose state was lost, state without files as one with no files.
 			if err := os.RemoveAll(w.state); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not delete the workspace's saved state", Err: err}
 			}
 			if err := os.RemoveAll(w.dir); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not delete the workspace's files", Err: err}
-			}
-			if err := m.journal.deleted(w.key); err != nil {
-				m.log.Error("live journal", zap.String("workspace", w.key.id), zap.Error(err))
 			}
 			return nil
 		})

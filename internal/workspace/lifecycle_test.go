@@ -33,19 +33,22 @@ func TestResetAndDelete(t *testing.T) {
 	if err := m.Reset(ctx, "p", "w", true); err != nil {
 		t.Fatal(err)
 	}
-	// The files directory goes; the next write makes it again, and the
-	// workspace is still there, with its note.
-	if _, err := os.Stat(wdir); !os.IsNotExist(err) {
-		t.Errorf("after Reset files, the files directory: %v; want none until a write", err)
+	if ents, err := os.ReadDir(wdir); err != nil || len(ents) != 0 {
+		t.Errorf("after Reset files: %v %v", ents, err)
 	}
-	if l := m.List("p"); len(l) != 1 || l[0].ID != "w" || l[0].DiskBytes != 0 {
-		t.Errorf("List after Reset files: %+v", l)
+	// A workspace with files only (written by write_file, never run) is
+	// still there after its files are reset.
+	if _, err := m.WriteFile(ctx, "p", "filesonly", "a.txt", []byte("x")); err != nil {
+		t.Fatal(err)
 	}
-	if out := run(t, m, "p", "w", "write g.txt 1"); !out.Result.Reset {
-		t.Error("the first run after Reset did not say reset")
+	if err := m.Reset(ctx, "p", "filesonly", true); err != nil {
+		t.Fatal(err)
 	}
-	if ents, err := os.ReadDir(wdir); err != nil || len(ents) != 1 {
-		t.Errorf("after a write: %v %v", ents, err)
+	if _, err := m.ReadFile(ctx, "p", "filesonly", "a.txt", 0, 1); !errors.Is(err, ErrFileNotFound) {
+		t.Errorf("reading a reset file of a files-only workspace: %v; want no such file", err)
+	}
+	if err := m.Delete(ctx, "p", "filesonly"); err != nil {
+		t.Fatal(err)
 	}
 	run(t, m, "p", "w", "set x 1")
 	if err := m.Delete(ctx, "p", "w"); err != nil {

@@ -51,14 +51,19 @@ func TestANewWorkspaceMakesNoDirectory(t *testing.T) {
 	if exists(dir) || exists(filepath.Join(pdir, "f")) {
 		t.Fatalf("a checkpoint, a hibernation or a fork made a files directory")
 	}
+	// A fork onto a workspace that has written nothing finds it.
+	run(t, m, "p", "other", "set y 2")
+	if _, err := m.Fork(ctx, "p", "w", "other"); !errors.Is(err, ErrExists) {
+		t.Errorf("a fork onto a live workspace with no directory: %v; want exists", err)
+	}
+	if out := run(t, m, "p", "other", "get y"); value(out.Result) != "2" {
+		t.Errorf("the workspace forked onto: %+v", out.Result)
+	}
 	if err := m.RestoreCheckpoint(ctx, "p", "w", "one"); err != nil {
 		t.Fatal(err)
 	}
 	if out := run(t, m, "p", "w", "get x"); value(out.Result) != "1" {
 		t.Errorf("after restoring the checkpoint: %+v", out.Result)
-	}
-	if err := m.Reset(ctx, "p", "w", true); err != nil {
-		t.Fatal(err)
 	}
 
 	run(t, m, "p", "w", "write a.txt hello")
@@ -75,7 +80,7 @@ func TestANewWorkspaceMakesNoDirectory(t *testing.T) {
 	if _, err := m.ReadFile(ctx, "p", "w", "a.txt", 0, 10); !errors.Is(err, ErrFileNotFound) {
 		t.Errorf("after restoring a checkpoint taken with no files: %v; want no such file", err)
 	}
-	for _, id := range []string{"w", "f"} {
+	for _, id := range []string{"w", "f", "other"} {
 		if err := m.Delete(ctx, "p", id); err != nil {
 			t.Fatal(err)
 		}

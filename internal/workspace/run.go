@@ -16,9 +16,8 @@ import (
 	"execd/internal/worker"
 )
 
-// Run runs req.Code in the workspace, creating the workspace (and its
-// directory) if needed and restoring its interpreter from disk if it
-// hibernates. It waits, cancellably, for the workspace's earlier calls and
+// Run runs req.Code in the workspace, creating the workspace if needed
+// and restoring its interpreter from disk if it hibernates. It waits, cancellably, for the workspace's earlier calls and
 // for a run slot, reporting "queued" through req.Sink when it has to. The
 // Outcome says whether earlier state was lost and why. Errors are *Error,
 // or ctx's error when ctx ended while waiting (then nothing ran).
@@ -218,15 +217,14 @@ func (m *Manager) prepare(w *ws) (Disk, error) {
 }
 
 // checkDirs checks the directories of a workspace a turn is about to use,
-// and makes none: a workspace's files directory is made when something is
-// first written in it (makeFilesDir), its state directory when something
-// is first saved or noted in it, so a new workspace costs no mkdir at all
-// (RATIONALE.md, "Why is a workspace's files directory made only when it
-// is written?"); its interpreters are marked live in the journal
-// (journal.go). A path of either that is not a directory is damage. A
-// principal directory without a state root (<principal>/~state) is of an
-// execd that kept no images: every workspace in it gets the note that its
-// interpreters' state was lost with that process (olderExecd).
+// and makes none but the principal's state root: a workspace's files
+// directory is made when something is first written in it (makeFilesDir),
+// its state directory when something is first saved or noted in it, so a
+// new workspace costs no mkdir at all (RATIONALE.md, "Why is a
+// workspace's files directory made only when it is written?"); its
+// interpreters are marked live in the journal (journal.go). A path of
+// either that is not a directory is damage. A principal directory without
+// a state root is an older execd's (stateRoot).
 func checkDirs(dir, state string, langs []string) error {
 	for _, p := range []string{dir, state} {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() {
@@ -235,35 +233,57 @@ func checkDirs(dir, state string, langs []string) error {
 			return err
 		}
 	}
-	root := filepath.Dir(state)
-	if _, err := os.Stat(root); err == nil || !errors.Is(err, fs.ErrNotExist) {
+	pdir := filepath.Dir(dir)
+	if _, err := os.Stat(filepath.Dir(state)); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	pdir := filepath.Dir(dir)
 	if _, err := os.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
-		return nil // the principal's first workspace
+		return nil // the principal's first workspace: nothing to make yet
 	} else if err != nil {
 		return err
 	}
-	return olderExecd(pdir, root, langs)
+	return stateRoot(pdir, filepath.Dir(state), langs)
 }
 
 // makeFilesDir makes the files directory of a workspace (0700), and the
-// principal's state root before it, so that the principal directory is
-// never taken for an older execd's (checkDirs). It finds a directory made
+// principal's state root before it (stateRoot). It finds a directory made
 // already; the workspace's Disk calls it before the first change
 // (guestfs.NewLazy).
-func makeFilesDir(dir, state string) error {
-	if err := os.MkdirAll(filepath.Dir(state), 0o700); err != nil {
+func makeFilesDir(dir, state string, langs []string) error {
+	if err := stateRoot(filepath.Dir(dir), filepath.Dir(state), langs); err != nil {
 		return err
 	}
 	err := os.Mkdir(dir, 0o700)
-	if errors.Is(err, fs.ErrExist) {
-		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
-			return nil
-		}
+	if errors.Is(err, fs.ErrExist) && isDir(dir) {
+		return nil
 	}
 	return err
+}
+
+// stateRootMu serialises stateRoot: a workspace's files directory is made
+// only once its principal's state root exists, so the pass over an older
+// execd's workspaces (olderExecd) never takes a new one for one of them.
+var stateRootMu sync.Mutex
+
+// stateRoot makes the principal's state root, root (<principal>/~state),
+// unless it exists. A principal directory, pdir, that exists without one
+// is of an execd that kept no images: every workspace in it gets the note
+// that its interpreters' state was lost with that process (olderExecd).
+func stateRoot(pdir, root string, langs []string) error {
+	if isDir(root) {
+		return nil
+	}
+	stateRootMu.Lock()
+	defer stateRootMu.Unlock()
+	if _, err := os.Stat(root); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, err := os.Stat(pdir); err == nil {
+		return olderExecd(pdir, root, langs)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.MkdirAll(root, 0o700)
 }
 
 // olderExecd marks every workspace of a principal directory of an execd

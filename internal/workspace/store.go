@@ -20,7 +20,7 @@ import (
 //	<principal>/~state/<id>/checkpoints/<name>/{<lang>.img, <lang>.note, files/}
 //	~live.<pid>.<ns>                           the live journal of a running execd (journal.go)
 //
-// ~state/<id>/ is made when something is first written in it (prepareDirs).
+// ~state/<id>/ is made when something is first written in it (checkDirs).
 // The guest sees only <principal>/<id>/. Everything under ~state belongs to
 // the Manager and is written only by the holder of the workspace's turn.
 const (
@@ -93,7 +93,7 @@ func writeNote(stateDir, lang string, n note) error {
 	err := writeNoteFile(p, n, b)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The workspace's first note: its state directory is made now
-		// (prepareDirs).
+		// (checkDirs).
 		if err = os.MkdirAll(stateDir, 0o700); err == nil {
 			err = writeNoteFile(p, n, b)
 		}
