@@ -17,10 +17,11 @@ import (
 )
 
 // Run runs req.Code in the workspace, creating the workspace if needed
-// and restoring its interpreter from disk if it hibernates. It waits, cancellably, for the workspace's earlier calls and
-// for a run slot, reporting "queued" through req.Sink when it has to. The
-// Outcome says whether earlier state was lost and why. Errors are *Error,
-// or ctx's error when ctx ended while waiting (then nothing ran).
+// and restoring its interpreter from disk if it hibernates. It waits,
+// cancellably, for the workspace's earlier calls and for a run slot,
+// reporting "queued" through req.Sink when it has to. The Outcome says
+// whether earlier state was lost and why. Errors are *Error, or ctx's
+// error when ctx ended while waiting (then nothing ran).
 func (m *Manager) Run(ctx context.Context, req Request) (Outcome, error) {
 	id := req.Workspace
 	if id == "" {
