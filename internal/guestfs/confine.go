@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
@@ -26,17 +27,42 @@ import (
 // (an error wrapping syscall.EMFILE or ENFILE when it cannot). Path
 // operations also open it on demand.
 func (q *FS) Acquire() error {
+	if q.unmade() {
+		// Nothing to hold yet (trying would cost the call a failed open):
+		// whether a descriptor is still to be had, for the first change.
+		return descriptorLeft()
+	}
 	_, err := q.openRoot()
 	if err == errUnmade {
-		// Nothing to hold yet: whether a descriptor is still to be had,
-		// for the first change.
-		f, err := os.Open("/")
-		if err != nil {
-			return err
-		}
-		return f.Close()
+		return descriptorLeft()
 	}
 	return err
+}
+
+// probeFD is a descriptor of the package's own plus one (0: not opened
+// yet), which descriptorLeft duplicates.
+var probeFD atomic.Int64
+
+// descriptorLeft reports whether the process can still open a descriptor:
+// an error wrapping syscall.EMFILE or ENFILE when it cannot. It costs a
+// dup and a close.
+func descriptorLeft() error {
+	fd := probeFD.Load() - 1
+	if fd < 0 {
+		nfd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0)
+		if err != nil {
+			return &os.SyscallError{Syscall: "open", Err: err}
+		}
+		if !probeFD.CompareAndSwap(0, int64(nfd)+1) {
+			syscall.Close(nfd)
+		}
+		fd = probeFD.Load() - 1
+	}
+	d, err := syscall.Dup(int(fd))
+	if err != nil {
+		return &os.SyscallError{Syscall: "dup", Err: err}
+	}
+	return syscall.Close(d)
 }
 
 // Release closes the descriptor the FS holds for itself; the next path
