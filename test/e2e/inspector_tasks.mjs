@@ -24,9 +24,9 @@
 
 import http from 'node:http';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const target = new URL(process.argv[2] ?? '');
 const dataDir = process.argv[3];
@@ -257,6 +257,8 @@ try {
       }
       assert(/waiting for the gate \d+/.test(working?.statusMessage ?? ''), `statusMessage never carried the cell's progress: ${short(working)}`);
 
+      // The cell has written nothing: its workspace's directory is made here.
+      mkdirSync(dirname(gate), { recursive: true, mode: 0o700 });
       writeFileSync(gate, '');
       const done = await bg.run;
       assert(done.code === 0, `the task's tools/call: ${said(done)}`);

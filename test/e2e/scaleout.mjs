@@ -63,13 +63,16 @@ async function legacyClient() {
   return { client, transport, call: async (args, opts = {}) => (await client.callTool({ name: 'execute_code', arguments: { language: 'javascript', ...args } }, undefined, { timeout: 30_000, ...opts })).structuredContent };
 }
 
-// owner is the instance whose own data directory holds the workspace ("local").
+// owner is the instance whose own data directory holds the workspace ("local"):
+// its files directory, made by its first write, so the cells below that must be
+// found write one (MARK).
 const owner = (ws) => rest.findIndex((d) => existsSync(join(d, 'local', ws)));
+const MARK = 'fs.writeFile("mark", "");';
 
 if (mode === 'local') {
   const legacy = await legacyClient();
   await check('a modern and a legacy client share a named workspace through nginx', async () => {
-    const a = await modern(url, { workspace: 'shared', code: 'var x = 41; var fromModern = "m"; x' });
+    const a = await modern(url, { workspace: 'shared', code: `${MARK} var x = 41; var fromModern = "m"; x` });
     assert(a.status === 'ok' && a.result === '41', `modern set: ${short(a)}`);
     const b = await legacy.call({ workspace: 'shared', code: 'var fromLegacy = "l"; x + 1' });
     assert(b.status === 'ok' && b.result === '42', `legacy reads the modern client's x: ${short(b)}`);
@@ -81,7 +84,8 @@ if (mode === 'local') {
     const counts = [0, 0, 0];
     for (let i = 0; i < 100; i++) {
       const ws = `spread-${i}`;
-      const r = i % 2 ? await modern(url, { workspace: ws, code: `var n = ${i}; n` }) : await legacy.call({ workspace: ws, code: `var n = ${i}; n` });
+      const code = `${MARK} var n = ${i}; n`;
+      const r = i % 2 ? await modern(url, { workspace: ws, code }) : await legacy.call({ workspace: ws, code });
       assert(r.status === 'ok' && r.result === String(i), `${ws}: ${short(r)}`);
       const on = rest.filter((d) => existsSync(join(d, 'local', ws))).length;
       assert(on === 1, `${ws} has a directory on ${on} instances`);
@@ -98,7 +102,8 @@ if (mode === 'local') {
   await check('calls without a workspace go anywhere; the id each gets routes back to the instance that made it', async () => {
     const counts = [0, 0, 0];
     for (let i = 0; i < 24; i++) {
-      const first = i % 2 ? await modern(url, { code: `var made = ${i}; made` }) : await legacy.call({ code: `var made = ${i}; made` });
+      const code = `${MARK} var made = ${i}; made`;
+      const first = i % 2 ? await modern(url, { code }) : await legacy.call({ code });
       assert(first.status === 'ok' && first.workspace, `new workspace: ${short(first)}`);
       counts[owner(first.workspace)]++;
       const again = i % 2 ? await legacy.call({ workspace: first.workspace, code: 'made' }) : await modern(url, { workspace: first.workspace, code: 'made' });
@@ -139,7 +144,7 @@ if (mode === 'local') {
     const counts = [0, 0, 0];
     for (let i = 0; i < 6; i++) {
       // Named workspaces, and new ones (their id and the task's are both minted to route back).
-      const args = { language: 'javascript', code: 'const t0 = Date.now(); while (Date.now() - t0 < 1200) {} 6 * 7' };
+      const args = { language: 'javascript', code: `${MARK} const t0 = Date.now(); while (Date.now() - t0 < 1200) {} 6 * 7` };
       if (i % 2) args.workspace = `spread-${i}`;
       const made = await post('tools/call', { name: 'execute_code', arguments: args }, 'execute_code');
       const id = made.result?.taskId;
@@ -168,7 +173,7 @@ if (mode === 'local') {
   await legacy.client.close();
   await phase(`stop ${down + 1}`);
   await check('one instance stopped: its workspaces\' next calls succeed on the next instance, in a new empty workspace', async () => {
-    const r = await modern(url, { workspace: 'shared', code: 'typeof x' });
+    const r = await modern(url, { workspace: 'shared', code: `${MARK} typeof x` });
     assert(r.status === 'ok' && r.result === '"undefined"', `after the stop: ${short(r)}`);
     const other = rest.findIndex((d, i) => i !== down && existsSync(join(d, 'local', 'shared')));
     assert(other >= 0, 'no other instance has the workspace');
