@@ -67,11 +67,11 @@ const MaxTouched = guestfs.MaxTouched
 // openDisk opens the Disk of w's files directory, with a quota of
 // limitBytes (<= 0: none), charging the principal's budget b too (nil:
 // none). Until the directory exists the Disk reads as an empty one and
-// makes it before the first change (makeFilesDir, with langs for an older
-// execd's principal directory).
-func openDisk(w *ws, limitBytes int64, b *guestfs.Budget, langs []string) (Disk, error) {
+// makes it before the first change (makeFilesDir, from spares, with langs
+// for an older execd's principal directory).
+func openDisk(w *ws, limitBytes int64, b *guestfs.Budget, spares *spareDirs, langs []string) (Disk, error) {
 	dir, state := w.dir, w.state
-	d, err := guestfs.NewLazy(dir, limitBytes, b, func() error { return makeFilesDir(dir, state, langs) })
+	d, err := guestfs.NewLazy(dir, limitBytes, b, func() error { return makeFilesDir(spares, dir, state, langs) })
 	if err != nil {
 		return nil, err
 	}

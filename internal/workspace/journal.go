@@ -88,6 +88,15 @@ func (j *journal) append(op byte, k key, lang string) error {
 	return err
 }
 
+// suffix is what names this Manager's files beside its journal
+// ("<pid>.<ns>"); "" without a journal.
+func (j *journal) suffix() string {
+	if j.f == nil {
+		return ""
+	}
+	return strings.TrimPrefix(filepath.Base(j.f.Name()), journalPrefix)
+}
+
 // close closes the journal, and removes it when nothing in it is still
 // live (every interpreter it marked was saved or closed with a note). Only
 // the first call acts.
@@ -122,23 +131,8 @@ func compactJournals(dataDir string) (int, error) {
 			errs = append(errs, err)
 		}
 	}
-	removeOldSpares(dataDir, ents)
+	removeSpares(dataDir, ents) // of the Managers whose journals are gone now
 	return marked, errors.Join(errs...)
-}
-
-// removeOldSpares removes the empty directories an earlier execd kept
-// ready for new workspaces (~spare.<pid>.<ns>, named as its journal) once
-// that journal is gone: compacted above, or never made. A running execd's
-// journal is there, and so is one whose compaction failed: their
-// directories stay.
-func removeOldSpares(dataDir string, ents []os.DirEntry) {
-	for _, e := range ents {
-		suffix, ok := strings.CutPrefix(e.Name(), "~spare.")
-		if !ok || !e.IsDir() || exists(filepath.Join(dataDir, journalPrefix+suffix)) {
-			continue
-		}
-		_ = os.RemoveAll(filepath.Join(dataDir, e.Name()))
-	}
 }
 
 func compactJournal(dataDir, path string) (int, error) {

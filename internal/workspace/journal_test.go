@@ -150,27 +150,3 @@ func TestJournalRemovedAfterACleanClose(t *testing.T) {
 		t.Errorf("after a clean Close: %+v", out)
 	}
 }
-
-// The empty directories an earlier execd kept ready for new workspaces
-// (~spare.<pid>.<ns>) are removed at start once their journal is gone; a
-// running execd's are left alone.
-func TestOldSpareDirsRemoved(t *testing.T) {
-	dir := t.TempDir()
-	f := newFakeFactory("javascript")
-	m1 := newTestManager(t, Config{DataDir: dir}, f)
-	suffix := strings.TrimPrefix(filepath.Base(m1.journal.f.Name()), journalPrefix)
-	running := filepath.Join(dir, "~spare."+suffix)
-	orphan := filepath.Join(dir, "~spare.1.2")
-	for _, d := range []string{filepath.Join(running, "0"), filepath.Join(orphan, "0")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	newTestManager(t, Config{DataDir: dir}, f)
-	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
-		t.Errorf("an earlier execd's spare directories after a start: %v; want them removed", err)
-	}
-	if _, err := os.Stat(running); err != nil {
-		t.Errorf("a running execd's after another's start: %v", err)
-	}
-}

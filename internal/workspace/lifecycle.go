@@ -29,7 +29,7 @@ func (m *Manager) Reset(ctx context.Context, principal, id string, files bool) e
 			}
 			// An empty directory in its place: the workspace may have
 			// nothing else that says it exists.
-			if err := makeFilesDir(w.dir, w.state, m.langs.offered()); err != nil {
+			if err := makeFilesDir(m.spares, w.dir, w.state, m.langs.offered()); err != nil {
 				return &Error{Code: StartFailed, Msg: "could not recreate the workspace's directory", Err: err}
 			}
 			return nil
@@ -133,6 +133,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	if saved+lost > 0 {
 		m.log.Info("workspaces saved", zap.Int("interpreters", saved), zap.Int("not saved", lost), zap.Duration("took", time.Since(start)))
 	}
+	// The spares go first: they are removed by the journal's compaction
+	// while the journal is there.
+	m.spares.close()
 	// Every interpreter the journal marked now has a note, unless some
 	// were closed unsaved: then the next start compacts it.
 	m.journal.close(lost == 0 && ctx.Err() == nil)

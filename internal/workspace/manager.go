@@ -201,6 +201,8 @@ type Manager struct {
 	fds fdWatch
 	// journal marks the interpreters that start with no note (journal.go).
 	journal *journal
+	// spares are empty directories, ready to be files directories (spares.go).
+	spares *spareDirs
 
 	stop        chan struct{}
 	janitorDone chan struct{}
@@ -269,6 +271,7 @@ func NewManager(cfg Config, f Factory, log *zap.Logger) (*Manager, error) {
 	}
 	m.fds.log = log
 	m.journal = openJournal(cfg.DataDir, log)
+	m.spares = newSpareDirs(cfg.DataDir, m.journal.suffix(), log)
 	if m.obs == nil {
 		m.obs = nopObserver{}
 	}

@@ -467,7 +467,7 @@ func (m *Manager) settlePackages(w *ws) {
 // it w's. The ledger's mutex is held from the charge to the Disk being
 // w's, so that no change of the charge falls between.
 func (m *Manager) openCharged(w *ws) (Disk, error) {
-	disk, err := openDisk(w, m.cfg.diskQuota(), m.budgetOf(w.key.pdir), m.langs.offered())
+	disk, err := openDisk(w, m.cfg.diskQuota(), m.budgetOf(w.key.pdir), m.spares, m.langs.offered())
 	if err != nil {
 		return nil, err
 	}

@@ -246,15 +246,15 @@ func checkDirs(dir, state string, langs []string) error {
 	return stateRoot(pdir, filepath.Dir(state), langs)
 }
 
-// makeFilesDir makes the files directory of a workspace (0700), and the
-// principal's state root before it (stateRoot). It finds a directory made
-// already; the workspace's Disk calls it before the first change
-// (guestfs.NewLazy).
-func makeFilesDir(dir, state string, langs []string) error {
+// makeFilesDir makes the files directory of a workspace (0700), from one
+// of the spares when one is ready (spares.go), and the principal's state
+// root before it (stateRoot). It finds a directory made already; the
+// workspace's Disk calls it before the first change (guestfs.NewLazy).
+func makeFilesDir(spares *spareDirs, dir, state string, langs []string) error {
 	if err := stateRoot(filepath.Dir(dir), filepath.Dir(state), langs); err != nil {
 		return err
 	}
-	err := os.Mkdir(dir, 0o700)
+	err := spares.mkdir(dir)
 	if errors.Is(err, fs.ErrExist) && isDir(dir) {
 		return nil
 	}

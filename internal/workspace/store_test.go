@@ -197,7 +197,7 @@ func TestCheckDirs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "p")); !os.IsNotExist(err) {
 		t.Fatalf("a new workspace made its principal's directory: %v", err)
 	}
-	if err := makeFilesDir(dir, state, []string{"js"}); err != nil {
+	if err := makeFilesDir(&spareDirs{}, dir, state, []string{"js"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{dir, filepath.Dir(state)} {
@@ -205,7 +205,7 @@ func TestCheckDirs(t *testing.T) {
 			t.Fatalf("%s: %v; want a directory", d, err)
 		}
 	}
-	if err := makeFilesDir(dir, state, []string{"js"}); err != nil {
+	if err := makeFilesDir(&spareDirs{}, dir, state, []string{"js"}); err != nil {
 		t.Fatalf("making a files directory that exists: %v", err)
 	}
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
@@ -237,7 +237,7 @@ func TestCheckDirs(t *testing.T) {
 	// execd's.
 	tasksOnly := filepath.Join(root, "t")
 	os.MkdirAll(filepath.Join(tasksOnly, "~tasks"), 0o700)
-	if err := makeFilesDir(filepath.Join(tasksOnly, "w"), filepath.Join(tasksOnly, stateDirName, "w"), []string{"js"}); err != nil {
+	if err := makeFilesDir(&spareDirs{}, filepath.Join(tasksOnly, "w"), filepath.Join(tasksOnly, stateDirName, "w"), []string{"js"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := checkDirs(filepath.Join(tasksOnly, "v"), filepath.Join(tasksOnly, stateDirName, "v"), []string{"js"}); err != nil {
@@ -260,7 +260,7 @@ func TestCheckDirs(t *testing.T) {
 	if err := checkDirs(dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
 		t.Error("a files path that is a file was accepted")
 	}
-	if err := makeFilesDir(dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
+	if err := makeFilesDir(&spareDirs{}, dir3, filepath.Join(root, "p", stateDirName, "w3"), []string{"js"}); err == nil {
 		t.Error("a files directory made over a file")
 	}
 }
