@@ -151,7 +151,7 @@ func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
 	// would have been interrupted at its end.)
 	data := t.TempDir()
 	d := startDaemon(t, data, `shutdown_grace = "20s"`, "[limits]\nmax_concurrent_runs = 1")
-	running := newProgressCall(t, d.url, "", "busy", `while (!fs.exists("/workspace/stop")) {} "finished"`)
+	running := newProgressCall(t, d.url, "", "busy", `fs.writeFile("started", ""); while (!fs.exists("/workspace/stop")) {} "finished"`)
 	waitRunning(t, d.url, "", 1)
 	sameWS := newProgressCall(t, d.url, "", "busy", "globalThis.ran = 1")
 	sameWS.waitQueued()
@@ -165,8 +165,6 @@ func TestShutdownTellsQueuedCallsAtOnce(t *testing.T) {
 			t.Errorf("%s: %v %v", name, sc, err)
 		}
 	}
-	// The workspace has written nothing: its directory is not made yet.
-	os.MkdirAll(filepath.Join(data, "local", "busy"), 0o700)
 	os.WriteFile(filepath.Join(data, "local", "busy", "stop"), nil, 0o600)
 	sc, isErr, err := mcptest.Structured(running.wait())
 	if err != nil || isErr || sc["status"] != "ok" || sc["result"] != `"finished"` {

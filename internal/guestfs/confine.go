@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental/sys"
+	"golang.org/x/sys/unix"
 )
 
 // Confinement: wazero's WASI layer already refuses absolute paths and ".."
@@ -24,8 +25,9 @@ import (
 
 // Acquire opens the handle that confinement resolves paths through, so that
 // a caller learns before a run whether the process can still open files
-// (an error wrapping syscall.EMFILE or ENFILE when it cannot). Path
-// operations also open it on demand.
+// (an error wrapping syscall.EMFILE or ENFILE when it cannot; for a
+// directory not made yet, EMFILE: see descriptorLeft). Path operations also
+// open it on demand.
 func (q *FS) Acquire() error {
 	if q.unmade() {
 		// Nothing to hold yet (trying would cost the call a failed open):
@@ -43,24 +45,29 @@ func (q *FS) Acquire() error {
 // yet), which descriptorLeft duplicates.
 var probeFD atomic.Int64
 
-// descriptorLeft reports whether the process can still open a descriptor:
-// an error wrapping syscall.EMFILE or ENFILE when it cannot. It costs a
-// dup and a close.
+// descriptorLeft reports whether the process can still have a descriptor:
+// an error wrapping syscall.EMFILE when it cannot (or ENFILE, before the
+// probe is first opened). It costs a dup (close-on-exec: a child started
+// meanwhile inherits nothing) and a close. A probe that cannot be opened
+// for another reason (a / the process may not read) reports nothing.
 func descriptorLeft() error {
 	fd := probeFD.Load() - 1
 	if fd < 0 {
 		nfd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_DIRECTORY, 0)
 		if err != nil {
-			return &os.SyscallError{Syscall: "open", Err: err}
+			if err == syscall.EMFILE || err == syscall.ENFILE {
+				return &os.SyscallError{Syscall: "open", Err: err}
+			}
+			return nil
 		}
 		if !probeFD.CompareAndSwap(0, int64(nfd)+1) {
 			syscall.Close(nfd)
 		}
 		fd = probeFD.Load() - 1
 	}
-	d, err := syscall.Dup(int(fd))
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return &os.SyscallError{Syscall: "dup", Err: err}
+		return &os.SyscallError{Syscall: "fcntl", Err: err}
 	}
 	return syscall.Close(d)
 }

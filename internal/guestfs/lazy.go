@@ -61,15 +61,22 @@ func (q *FS) make() sys.Errno {
 	if q.closed.Load() {
 		return sys.EBADF
 	}
-	q.handles.Lock() // one mkdir at a time
+	q.handles.Lock() // one mkdir at a time; Close's Release waits for it
 	defer q.handles.Unlock()
 	if q.made.Load() {
 		return 0
+	}
+	if q.closed.Load() { // closed meanwhile: the workspace may be gone
+		return sys.EBADF
 	}
 	if err := q.mkdir(); err != nil {
 		return sys.UnwrapOSError(err)
 	}
 	q.made.Store(true)
+	if q.root != nil { // of a directory made, and removed, from outside
+		q.root.Close()
+		q.root = nil
+	}
 	return 0
 }
 

@@ -193,6 +193,30 @@ func TestLazyFSFindsItsDirectoryMadeFromOutside(t *testing.T) {
 	}
 }
 
+// A directory made from outside, used, then removed from outside: the
+// directory the FS makes next is the one confinement resolves through.
+func TestLazyFSDirectoryRemovedFromOutside(t *testing.T) {
+	q, dir, _, _ := newLazyFS(t, 0)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, errno := q.Stat("x"); errno != sys.ENOENT { // opens the root
+		t.Fatalf("stat in a directory made from outside: %v", errno)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if errno := q.Mkdir("d", 0o700); errno != 0 {
+		t.Fatalf("mkdir once the directory is gone: %v", errno)
+	}
+	if err := os.Symlink("..", filepath.Join(dir, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errno := q.Stat("esc/ws"); errno != sys.EPERM {
+		t.Fatalf("a link out of the directory made again: %v, want EPERM", errno)
+	}
+}
+
 // NewLazy of a directory that exists is NewInBudget's FS: its usage is
 // measured and nothing is made.
 func TestLazyFSOfADirectoryThatExists(t *testing.T) {

@@ -24,9 +24,9 @@
 
 import http from 'node:http';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 const target = new URL(process.argv[2] ?? '');
 const dataDir = process.argv[3];
@@ -155,11 +155,12 @@ const said = (r) => `exit ${r.code ?? r.signal}: ${short(r.stdout || r.stderr)}`
 
 // --- the cells ---------------------------------------------------------------------------------
 
-// gateCell: sets x, reports progress while it waits (at most a minute) for /workspace/go, then
-// prints a marker and returns x*6.
+// gateCell: writes a file (so the workspace's directory exists for the gate), sets x, reports
+// progress while it waits (at most a minute) for /workspace/go, then prints a marker and returns x*6.
 const gateCell = (marker) => [
   'import os, time',
   'from execd import progress',
+  'open("started", "w").close()',
   'x = 7',
   'n = 0',
   't0 = time.time()',
@@ -257,8 +258,6 @@ try {
       }
       assert(/waiting for the gate \d+/.test(working?.statusMessage ?? ''), `statusMessage never carried the cell's progress: ${short(working)}`);
 
-      // The cell has written nothing: its workspace's directory is made here.
-      mkdirSync(dirname(gate), { recursive: true, mode: 0o700 });
       writeFileSync(gate, '');
       const done = await bg.run;
       assert(done.code === 0, `the task's tools/call: ${said(done)}`);
