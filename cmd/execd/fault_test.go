@@ -523,7 +523,7 @@ func TestSIGKILLMidRunKeepsFiles(t *testing.T) {
 	}
 	// The kill comes while every run slot holds a run that is writing, and
 	// the other calls wait in line.
-	running, _ := fl.await(t, slots, d.logs)
+	running, _ := fl.await(t, slots, d.logs, nil)
 	d.cmd.Process.Kill()
 	<-d.exited
 	for _, f := range fl.calls {

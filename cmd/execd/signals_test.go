@@ -236,17 +236,18 @@ func (fl *fleet) fly(c *mcptest.Client, n int, ws, code string) *flight {
 	return f
 }
 
-// await waits, at most a minute, until every call is inside execd and
-// exactly slots calls are running (started, not answered): with slots =
-// limits.max_concurrent_runs and endless code in the running calls, no
-// other call can start until execd stops. It returns the running calls'
+// await waits, at most a minute, until every call is inside execd, exactly
+// slots calls of endless code are running (started, not answered) and no
+// call of short code (endless false; nil: every call is endless) is
+// started and not yet answered: with slots = limits.max_concurrent_runs,
+// no other call can start until execd stops. It returns the running calls'
 // numbers, and which calls were answered by then.
-func (fl *fleet) await(t *testing.T, slots int, logs func() string) (running []int, answered map[int]bool) {
+func (fl *fleet) await(t *testing.T, slots int, logs func() string, endless func(n int) bool) (running []int, answered map[int]bool) {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {
 		running, answered = nil, map[int]bool{}
-		inside := 0
+		inside, shortInFlight := 0, false
 		for _, f := range fl.calls {
 			if isClosed(f.inside) {
 				inside++
@@ -254,6 +255,8 @@ func (fl *fleet) await(t *testing.T, slots int, logs func() string) (running []i
 			switch {
 			case isClosed(f.answered):
 				answered[f.n] = true
+			case isClosed(f.started) && endless != nil && !endless(f.n):
+				shortInFlight = true // holds a slot, or has just let it go
 			case isClosed(f.started):
 				running = append(running, f.n)
 			}
@@ -261,7 +264,7 @@ func (fl *fleet) await(t *testing.T, slots int, logs func() string) (running []i
 		if len(running) > slots {
 			t.Fatalf("%d calls running (%v) with %d run slots", len(running), running, slots)
 		}
-		if inside == len(fl.calls) && len(running) == slots {
+		if inside == len(fl.calls) && len(running) == slots && !shortInFlight {
 			return running, answered
 		}
 		select {
@@ -330,7 +333,7 @@ func TestShutdownAnswersEveryRunningCall(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		fl.fly(&mcptest.Client{URL: d.url}, i, fmt.Sprintf("busy-%d", i), "while(true){}")
 	}
-	running, answered := fl.await(t, slots, d.logs)
+	running, answered := fl.await(t, slots, d.logs, nil)
 	d.stop()
 	t.Logf("20 calls at SIGTERM: %v", fl.judge(t, running, answered, nil))
 }
@@ -367,7 +370,7 @@ func TestSIGTERMAnswersFiftyCallsBothEras(t *testing.T) {
 			fl.fly(c, i, fmt.Sprintf("short-%d", i), fmt.Sprintf("%d * 2", i))
 		}
 	}
-	running, answered := fl.await(t, slots, d.logs)
+	running, answered := fl.await(t, slots, d.logs, func(k int) bool { return k%5 != 4 })
 	for _, k := range running {
 		if k%5 == 4 {
 			t.Fatalf("a short call (%d) counted as running at the signal", k)
@@ -404,19 +407,30 @@ func TestStdioSIGTERMAnswersCallsInFlight(t *testing.T) {
 				}
 				p.send(t, map[string]any{"id": i, "method": "tools/call", "params": params})
 			}
-			// Read until both slots hold an endless loop and every other
-			// call has shown a frame (waiting) or its answer.
+			// Read until both slots hold an endless loop, every other call
+			// has shown a frame (waiting) or its answer, and every short call
+			// that started has been answered: a short one started and not
+			// yet answered holds a slot, or has just let it go.
 			inside, started, answered := map[int]bool{}, map[int]bool{}, map[int]map[string]any{}
+			short := func(i int) bool { return i%4 == 0 }
 			running := func() (r []int) {
 				for i := range started {
-					if answered[i] == nil {
+					if answered[i] == nil && !short(i) {
 						r = append(r, i)
 					}
 				}
 				return r
 			}
+			shortInFlight := func() bool {
+				for i := range started {
+					if answered[i] == nil && short(i) {
+						return true
+					}
+				}
+				return false
+			}
 			timeout := time.After(time.Minute)
-			for len(inside) < n || len(running()) < slots {
+			for len(inside) < n || len(running()) < slots || shortInFlight() {
 				select {
 				case m, ok := <-p.lines:
 					if !ok {
