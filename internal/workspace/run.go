@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -289,23 +288,30 @@ func stateRoot(pdir, root string, langs []string) error {
 
 // olderExecd marks every workspace of a principal directory of an execd
 // that kept no images (no state root): each language's state was lost
-// with that process (ReasonRestarted). The state root is made last, so
-// that an interrupted pass is done again.
+// with that process (ReasonRestarted). The notes are written in a
+// temporary root renamed into place at the end, so that an interrupted
+// pass leaves no state root and is done again (sweepTemps removes what
+// it wrote).
 func olderExecd(pdir, root string, langs []string) error {
 	ents, err := os.ReadDir(pdir)
 	if err != nil {
 		return err
 	}
+	tmp, err := os.MkdirTemp(pdir, tmpPrefix)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // nothing left there once renamed
 	for _, e := range ents {
-		if !e.IsDir() || ValidateID(e.Name()) != nil || strings.HasPrefix(e.Name(), tmpPrefix) {
+		if !e.IsDir() || ValidateID(e.Name()) != nil {
 			continue
 		}
-		state := filepath.Join(root, e.Name())
+		state := filepath.Join(tmp, e.Name())
 		for _, l := range langs {
 			if err := writeNote(state, l, note(ReasonRestarted)); err != nil {
 				return err
 			}
 		}
 	}
-	return os.MkdirAll(root, 0o700)
+	return os.Rename(tmp, root)
 }

@@ -232,6 +232,12 @@ func TestCheckDirs(t *testing.T) {
 			t.Errorf("workspace %s of the older execd: note %q; want restarted", w, n)
 		}
 	}
+	if st, err := os.Stat(filepath.Join(root, "p", stateDirName)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the state root after the pass: %v, %v; want a 0700 directory", st, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(root, "p", tmpPrefix+"*")); len(left) > 0 {
+		t.Errorf("the pass left %v", left)
+	}
 	// A principal directory with no workspace in it (only the tasks') and
 	// no state root: a new workspace's files directory is no older
 	// execd's.
