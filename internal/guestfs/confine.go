@@ -35,9 +35,6 @@ func (q *FS) Acquire() error {
 		return descriptorLeft()
 	}
 	_, err := q.openRoot()
-	if err == errUnmade {
-		return descriptorLeft()
-	}
 	return err
 }
 

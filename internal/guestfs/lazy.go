@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -14,13 +13,13 @@ import (
 )
 
 // A lazy FS (NewLazy) stands for a directory that need not exist yet: a
-// workspace that has written nothing has no directory on the host. Until
-// it is made, the FS reads as an empty directory (the root's Stat, an
-// empty listing; anything below it ENOENT), and the first change that adds
-// an entry (a create, mkdir, link or symlink, a write_file, a chmod or
-// utimes of the root) calls mkdir first, once the quota allowed it. Confinement needs no descriptor
-// while there is no directory: nothing exists to be followed, and a
-// directory just made holds nothing either.
+// workspace that has written nothing has no directory on the host. Until it
+// is made, the FS reads as an empty directory (the root's Stat, an empty
+// listing; anything below it ENOENT), and the first change that adds an
+// entry (a create, mkdir, link or symlink, a write_file, a chmod or utimes
+// of the root) calls mkdir first, once the quota allowed it. Confinement
+// needs no descriptor while there is no directory: nothing exists to be
+// followed, and a directory just made holds nothing either.
 
 // NewLazy is NewInBudget for a directory that need not exist: mkdir makes
 // it (mode and parents are the caller's) and is called before the first
@@ -28,14 +27,14 @@ import (
 // already. An FS made by NewLazy for a directory that exists is
 // NewInBudget's.
 func NewLazy(dir string, limitBytes int64, b *Budget, mkdir func() error) (*FS, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+	q, err := NewInBudget(dir, limitBytes, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
 		return &FS{dir: abs, inner: sysfs.DirFS(abs), limit: limitBytes, budget: b, mkdir: mkdir}, nil
 	}
-	q, err := NewInBudget(abs, limitBytes, b)
 	if err != nil {
 		return nil, err
 	}
@@ -47,10 +46,10 @@ func NewLazy(dir string, limitBytes int64, b *Budget, mkdir func() error) (*FS, 
 // exist (yet).
 var errUnmade = errors.New("the directory is not made yet")
 
-// unmade reports whether the FS is lazy and has not seen its directory
-// made. A directory made from outside (the FS's owner making it for a
-// copy) still reads as unmade here until an operation finds it; every
-// caller checks with the host first, so a stale answer only costs a retry.
+// unmade reports whether the FS is lazy and has not made its directory.
+// A directory made from outside still reads as unmade here: path
+// operations find it (openRoot opens it), make finds it made, and Acquire
+// and the root's EISDIR answer alike for a directory made or not.
 func (q *FS) unmade() bool { return q.mkdir != nil && !q.made.Load() }
 
 // make makes the directory of a lazy FS unless it exists.

@@ -142,21 +142,18 @@ func (m *Manager) admitWorkspace(w *ws, admit func() error) error {
 }
 
 // workspaceIDs returns the ids of the workspaces of the principal whose
-// directory is pdir: those with a files or a state directory, and with
-// inMemory those held in memory, with live interpreters or admitted by a
-// turn (ready) and not written yet. A workspace exists while it is in
-// one of these places.
-func (m *Manager) workspaceIDs(pdir string, inMemory bool) map[string]bool {
+// directory is pdir: those with a files or a state directory, and those
+// held in memory, with live interpreters or admitted by a turn (ready) and
+// not written yet. A workspace exists while it is in one of these places.
+func (m *Manager) workspaceIDs(pdir string) map[string]bool {
 	ids := map[string]bool{}
-	if inMemory {
-		m.mu.Lock()
-		for k, w := range m.wss {
-			if k.pdir == pdir && (w.ready || len(w.runners) > 0) {
-				ids[k.id] = true
-			}
+	m.mu.Lock()
+	for k, w := range m.wss {
+		if k.pdir == pdir && (w.ready || len(w.runners) > 0) {
+			ids[k.id] = true
 		}
-		m.mu.Unlock()
 	}
+	m.mu.Unlock()
 	pd := filepath.Join(m.cfg.DataDir, pdir)
 	for _, d := range []string{pd, filepath.Join(pd, stateDirName)} {
 		entries, _ := os.ReadDir(d)
@@ -184,7 +181,7 @@ func (m *Manager) roomForWorkspace(pdir string) error {
 	if m.cfg.MaxWorkspacesPerPrincipal <= 0 {
 		return nil
 	}
-	n := len(m.workspaceIDs(pdir, true))
+	n := len(m.workspaceIDs(pdir))
 	if n >= m.cfg.MaxWorkspacesPerPrincipal {
 		return &Error{Code: LimitReached, Msg: fmt.Sprintf("this token has %d workspaces, the most workspace.max_workspaces_per_principal allows; "+
 			"delete one you no longer need (delete_workspace) and try again; nothing was created", n)}

@@ -233,16 +233,10 @@ func checkDirs(dir, state string, langs []string) error {
 			return err
 		}
 	}
-	pdir := filepath.Dir(dir)
-	if _, err := os.Stat(filepath.Dir(state)); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if _, err := os.Stat(pdir); errors.Is(err, fs.ErrNotExist) {
+	if !exists(filepath.Dir(dir)) {
 		return nil // the principal's first workspace: nothing to make yet
-	} else if err != nil {
-		return err
 	}
-	return stateRoot(pdir, filepath.Dir(state), langs)
+	return stateRoot(filepath.Dir(dir), filepath.Dir(state), langs)
 }
 
 // makeFilesDir makes the files directory of a workspace (0700), from one

@@ -16,14 +16,14 @@ import (
 // Spare directories: a workspace's files directory, made by its first
 // change, is an empty directory made ahead of need and renamed into place,
 // not a mkdir on the call's path (RATIONALE.md, "Why are files directories
-// made ahead of need?"). Each Manager keeps them in ~spare.<pid>.<ns> at the top of the
-// data directory, named as its live journal is; the compaction of that
-// journal after the Manager is gone removes them (removeSpares), and a
-// clean Close removes them itself.
+// made ahead of need?"). Each Manager keeps them in ~spare.<pid>.<ns> at
+// the top of the data directory, named as its live journal is; the
+// compaction of that journal after the Manager is gone removes them
+// (removeSpares), and a clean Close removes them itself.
 const sparePrefix = "~spare."
 
 // SpareDirs is how many empty directories a Manager keeps ready: a burst
-// of that many new workspaces makes no directory on the calls' path.
+// of that many workspaces' first writes makes no directory on their path.
 const SpareDirs = 8
 
 // spareDirs is the Manager's pool of spare directories; its zero value (no
