@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,10 +47,32 @@ var (
 )
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	w.Header()["Content-Type"] = jsonContentType
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Date"] = httpDate(time.Now())
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// httpDate is the Date header of an answer sent at now. It has a second's
+// resolution (RFC 9110 §5.6.7), so it is formatted once a second and
+// shared, where net/http would format it for each answer.
+func httpDate(now time.Time) []string {
+	sec := now.Unix()
+	if d := lastDate.Load(); d != nil && d.sec == sec {
+		return d.value
+	}
+	d := &dateHeader{sec: sec, value: []string{now.UTC().Format(http.TimeFormat)}}
+	lastDate.Store(d)
+	return d.value
+}
+
+type dateHeader struct {
+	sec   int64
+	value []string // net/http only reads it
+}
+
+var lastDate atomic.Pointer[dateHeader]
 
 func policyError(format string, args ...any) *jsonrpc.Error {
 	return jsonrpc.Errorf(jsonrpc.CodeServerPolicy, format, args...)

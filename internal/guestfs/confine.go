@@ -32,7 +32,16 @@ func (q *FS) Acquire() error {
 	if q.unmade() {
 		// Nothing to hold yet (trying would cost the call a failed open):
 		// whether a descriptor is still to be had, for the first change.
-		return descriptorLeft()
+		// Like a root held, one found stands until Release, so a workspace
+		// used again costs no system call.
+		if q.probed.Load() {
+			return nil
+		}
+		if err := descriptorLeft(); err != nil {
+			return err
+		}
+		q.probed.Store(true)
+		return nil
 	}
 	_, err := q.openRoot()
 	return err
@@ -76,6 +85,7 @@ func descriptorLeft() error {
 func (q *FS) Release() {
 	q.handles.Lock()
 	defer q.handles.Unlock()
+	q.probed.Store(false)
 	if q.root != nil {
 		q.root.Close()
 		q.root = nil

@@ -56,6 +56,9 @@ type FS struct {
 	// which exists); made is set once it exists (lazy.go).
 	mkdir func() error
 	made  atomic.Bool
+	// probed: Acquire of the directory not made found a descriptor left,
+	// which stands for the root until Release (confine.go).
+	probed atomic.Bool
 }
 
 var _ sys.FS = (*FS)(nil)

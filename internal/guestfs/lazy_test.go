@@ -260,3 +260,59 @@ func closeErr(f sys.File, errno sys.Errno) error {
 	}
 	return errOf(f.Close())
 }
+
+// TestLazyFSAcquireWithNoDescriptorLeft: Acquire of a directory not made
+// reports a process out of descriptors, as opening a root would, and like a
+// root held, a descriptor found once stands until Release.
+func TestLazyFSAcquireWithNoDescriptorLeft(t *testing.T) {
+	held, _, _, _ := newLazyFS(t, 0)
+	released, _, _, _ := newLazyFS(t, 0)
+	for _, q := range []*FS{held, released} {
+		if err := q.Acquire(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	released.Release()
+
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = uint64(len(ents) + 20)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var hog []*os.File
+	defer func() { // the tests after this one need their descriptors back
+		for _, f := range hog {
+			f.Close()
+		}
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}()
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		hog = append(hog, f)
+	}
+	if err := held.Acquire(); err != nil {
+		t.Errorf("Acquire of a lazy FS acquired before and not released: %v", err)
+	}
+	if err := released.Acquire(); !errors.Is(err, syscall.EMFILE) {
+		t.Errorf("Acquire after Release with no descriptor left: %v, want EMFILE", err)
+	}
+	fresh, err := NewLazy(filepath.Join(t.TempDir(), "ws"), 0, nil, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := fresh.Acquire(); !errors.Is(err, syscall.EMFILE) {
+		t.Errorf("Acquire of a new lazy FS with no descriptor left: %v, want EMFILE", err)
+	}
+}
