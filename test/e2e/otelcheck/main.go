@@ -210,8 +210,14 @@ func main() {
 		map[string]string{"traceparent": "00-" + tC + "-" + pC + "-01"}, "ws-otel")
 	check("modern call with both answered", err)
 
+	// Spans are exported in batches, so a trace's phases can arrive before
+	// its request's span, which ends last: wait for that span in each trace.
+	complete := func(traceID string, min int) bool {
+		spans := s.inTrace(traceID)
+		return len(spans) >= min && hasSpan(spans, "tools/call execute_code")
+	}
 	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && (len(s.inTrace(tA)) < 5 || len(s.inTrace(tB)) < 5 || len(s.inTrace(tD)) < 1) {
+	for time.Now().Before(deadline) && !(complete(tA, 5) && complete(tB, 5) && complete(tD, 1)) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	check("the modern request's span carries the caller's trace id and parent (from _meta)", requestSpan(s.inTrace(tA), pA, "tools/call execute_code", "modern"))
@@ -289,6 +295,15 @@ func phases(spans []span, lang string) error {
 		}
 	}
 	return nil
+}
+
+func hasSpan(spans []span, name string) bool {
+	for _, sp := range spans {
+		if sp.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func names(spans []span) []string {
