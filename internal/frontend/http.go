@@ -26,10 +26,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if s.draining.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
+			writeHead(w, http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "shutting down\n")
 			return
 		}
+		writeHead(w, http.StatusOK)
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc(s.opts.Path, s.serveMCP)
@@ -47,11 +48,16 @@ var (
 )
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Date"] = httpDate(time.Now())
-	w.WriteHeader(status)
+	w.Header()["Content-Type"] = jsonContentType
+	writeHead(w, status)
 	_, _ = w.Write(body)
+}
+
+// writeHead sends an answer's status and headers: every answer of the
+// front end goes through it, for its Date header.
+func writeHead(w http.ResponseWriter, status int) {
+	w.Header()["Date"] = httpDate(time.Now())
+	w.WriteHeader(status)
 }
 
 // httpDate is the Date header of an answer sent at now. It has a second's
@@ -111,7 +117,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
 		if sid == "" {
 			w.Header().Set("Allow", "POST")
-			w.WriteHeader(http.StatusMethodNotAllowed)
+			writeHead(w, http.StatusMethodNotAllowed)
 			return
 		}
 		sess := s.sessions.get(sid, principal)
@@ -121,7 +127,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 		if r.Method == http.MethodDelete {
 			s.sessions.remove(sid, principal)
-			w.WriteHeader(http.StatusNoContent)
+			writeHead(w, http.StatusNoContent)
 			return
 		}
 		if !s.streams.take(principal) {
@@ -133,7 +139,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		s.serveGetStream(w, r, sess)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		w.WriteHeader(http.StatusMethodNotAllowed)
+		writeHead(w, http.StatusMethodNotAllowed)
 	}
 }
 
@@ -147,7 +153,7 @@ func (s *Server) serveGetStream(w http.ResponseWriter, r *http.Request, sess *se
 	}
 	sw := newSSE(w)
 	if sw == nil {
-		w.WriteHeader(http.StatusInternalServerError)
+		writeHead(w, http.StatusInternalServerError)
 		return
 	}
 	defer sw.end()
@@ -315,7 +321,7 @@ func (p *postSink) silent() {
 	}
 }
 
-func (p *postSink) accepted() { p.w.WriteHeader(http.StatusAccepted) }
+func (p *postSink) accepted() { writeHead(p.w, http.StatusAccepted) }
 
 // close ends an SSE answer before the handler returns.
 func (p *postSink) close() {
@@ -360,7 +366,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, o *httpOrigin, body []byte) {
 	}
 	wg.Wait()
 	if len(answers.list) == 0 {
-		w.WriteHeader(http.StatusAccepted)
+		writeHead(w, http.StatusAccepted)
 		return
 	}
 	writeJSON(w, http.StatusOK, answers.array())

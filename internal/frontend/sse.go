@@ -67,8 +67,7 @@ func (s *sseWriter) commitLocked() {
 	h["Content-Type"] = sseContentType
 	h["Cache-Control"] = sseNoCache
 	h["X-Accel-Buffering"] = sseNoBuffering
-	h["Date"] = httpDate(time.Now())
-	s.w.WriteHeader(http.StatusOK)
+	writeHead(s.w, http.StatusOK)
 }
 
 func (s *sseWriter) tick() {

@@ -214,7 +214,8 @@ func main() {
 	// its request's span, which ends last: wait for that span in each trace.
 	complete := func(traceID string, min int) bool {
 		spans := s.inTrace(traceID)
-		return len(spans) >= min && hasSpan(spans, "tools/call execute_code")
+		_, ok := findSpan(spans, "tools/call execute_code")
+		return len(spans) >= min && ok
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && !(complete(tA, 5) && complete(tB, 5) && complete(tD, 1)) {
@@ -252,22 +253,20 @@ func main() {
 }
 
 func requestSpan(spans []span, parent, name, era string) error {
-	for _, sp := range spans {
-		if sp.name != name {
-			continue
-		}
-		if sp.parentID != parent {
-			return fmt.Errorf("span %s has parent %s, want the caller's %s", name, sp.parentID, parent)
-		}
-		if sp.attrs["execd.era"] != era || sp.attrs["mcp.method.name"] != "tools/call" || sp.attrs["gen_ai.tool.name"] != "execute_code" || sp.attrs["execd.outcome"] != "ok" {
-			return fmt.Errorf("span attributes %v", sp.attrs)
-		}
-		if sp.service != "execd-e2e" {
-			return fmt.Errorf("service.name %q, want OTEL_SERVICE_NAME's", sp.service)
-		}
-		return nil
+	sp, ok := findSpan(spans, name)
+	if !ok {
+		return fmt.Errorf("no %s span in the trace (%d spans: %v)", name, len(spans), names(spans))
 	}
-	return fmt.Errorf("no %s span in the trace (%d spans: %v)", name, len(spans), names(spans))
+	if sp.parentID != parent {
+		return fmt.Errorf("span %s has parent %s, want the caller's %s", name, sp.parentID, parent)
+	}
+	if sp.attrs["execd.era"] != era || sp.attrs["mcp.method.name"] != "tools/call" || sp.attrs["gen_ai.tool.name"] != "execute_code" || sp.attrs["execd.outcome"] != "ok" {
+		return fmt.Errorf("span attributes %v", sp.attrs)
+	}
+	if sp.service != "execd-e2e" {
+		return fmt.Errorf("service.name %q, want OTEL_SERVICE_NAME's", sp.service)
+	}
+	return nil
 }
 
 func phases(spans []span, lang string) error {
@@ -297,13 +296,14 @@ func phases(spans []span, lang string) error {
 	return nil
 }
 
-func hasSpan(spans []span, name string) bool {
+// findSpan is the first span of that name.
+func findSpan(spans []span, name string) (span, bool) {
 	for _, sp := range spans {
 		if sp.name == name {
-			return true
+			return sp, true
 		}
 	}
-	return false
+	return span{}, false
 }
 
 func names(spans []span) []string {
