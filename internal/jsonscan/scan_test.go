@@ -81,10 +81,11 @@ func FuzzObject(f *testing.F) {
 				t.Fatalf("member %q: %s; encoding/json %s", k, got[k], v)
 			}
 		}
-		for k, v := range got {
-			var s1, s2 any
-			if json.Unmarshal(v, &s1) != nil || json.Unmarshal(want[k], &s2) != nil || !reflect.DeepEqual(s1, s2) {
-				t.Fatalf("member %q differs", k)
+		// The members match byte for byte; a value is not decoded on its own,
+		// since valid JSON such as 1e999 does not fit any Go value.
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Fatalf("member %q not in encoding/json's %v", k, want)
 			}
 		}
 	})
