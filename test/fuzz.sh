@@ -6,7 +6,7 @@
 # own deadline as a failure ("context deadline exceeded") when the timer fires on a loaded
 # machine. Each count is one to three seconds' work on 2 cores; FUZZSCALE multiplies them all.
 #
-# The list must name every `func Fuzz…` under cmd/ and internal/, and nothing else: a target
+# The list must name every `func Fuzz…` in the tree's Go packages, and nothing else: a target
 # added without a count, or one that moved to another package, fails the stage rather than
 # going unfuzzed.
 set -euo pipefail
@@ -56,7 +56,7 @@ TARGETS=(
 )
 
 # What the tree holds, as package:Target, against what the list names.
-found=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*(' cmd internal |
+found=$(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*(' bench cmd deploy internal sandbox test |
 	sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#./\1:\2#' | sort -u)
 listed=$(printf '%s\n' "${TARGETS[@]}" | sed -E 's/:[0-9]+$//' | sort -u)
 if [ "$found" != "$listed" ]; then
