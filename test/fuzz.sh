@@ -67,11 +67,11 @@ fi
 
 want=("$@")
 for w in "${want[@]}"; do
-	grep -qx "$w" <<<"$listed" || { echo "test/fuzz.sh: no target $w (package:Target, as listed)"; exit 1; }
+	grep -qxF "$w" <<<"$listed" || { echo "test/fuzz.sh: no target $w (package:Target, as listed)"; exit 1; }
 done
 for t in "${TARGETS[@]}"; do
 	pkg=${t%%:*}; rest=${t#*:}; name=${rest%%:*}; n=$(( ${rest##*:} * FUZZSCALE ))
-	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$pkg:$name"; then
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qxF "$pkg:$name"; then
 		continue
 	fi
 	echo "fuzz $pkg $name ($n executions)"
