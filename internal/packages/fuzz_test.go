@@ -30,7 +30,7 @@ func FuzzSemverRange(f *testing.F) {
 }
 
 func FuzzNPMSpec(f *testing.F) {
-	for _, s := range []string{"dayjs", "npm:zod@^3/v4", "@scope/pkg@next/sub", "pkg@>=1 <2", "@/x", "a//b"} {
+	for _, s := range []string{"dayjs", "npm:zod@^3/v4", "@scope/pkg@next/sub", "pkg@>=1 <2", "@/x", "a//b", "a/b/../../x", "a@1/..", "0/0.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -38,8 +38,21 @@ func FuzzNPMSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !validNPMName(spec.Name) || strings.Contains(spec.Subpath, "..") {
+		if !validNPMName(spec.Name) {
 			t.Fatalf("%q read as %+v", s, spec)
+		}
+		if spec.Subpath == "" {
+			return
+		}
+		// A subpath names a file inside the package: it never climbs out
+		// of it. "0.." is a file name like any other; ".." is not.
+		if !strings.HasPrefix(spec.Subpath, "/") || strings.Contains(spec.Subpath, "//") {
+			t.Fatalf("%q read with subpath %q", s, spec.Subpath)
+		}
+		for _, c := range strings.Split(spec.Subpath[1:], "/") {
+			if c == ".." {
+				t.Fatalf("%q read with subpath %q, which climbs out of the package", s, spec.Subpath)
+			}
 		}
 	})
 }
