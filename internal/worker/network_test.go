@@ -151,10 +151,26 @@ func TestNetImports(t *testing.T) {
 		t.Errorf("wait with only hanging requests = %d", got)
 	}
 	hostClose(st, hangs[0])
-	// The stop ends the wait at once and aborts the rest.
-	go func() { time.Sleep(20 * time.Millisecond); st.interrupt.Store(true); stop() }()
-	if got := st.netWait(0, -1); got != netStopped {
-		t.Errorf("wait at the stop = %d", got)
+	// The stop ends a wait already blocked and aborts the rest. The wait
+	// must still be waiting 50 ms after it began (nothing it waits for
+	// can finish), so the stop below meets it blocked, not at its start.
+	began, waited := make(chan struct{}), make(chan int32, 1)
+	go func() { close(began); waited <- st.netWait(0, -1) }()
+	<-began
+	select {
+	case got := <-waited:
+		t.Fatalf("a wait with only hanging requests returned %d before the stop", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	st.interrupt.Store(true)
+	stop()
+	select {
+	case got := <-waited:
+		if got != netStopped {
+			t.Errorf("wait at the stop = %d", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stop did not end a blocked wait")
 	}
 	if got := start(t, w, st, `{"url":"https://x.example/d"}`, nil); got != netStopped {
 		t.Errorf("start after the stop = %d", got)
