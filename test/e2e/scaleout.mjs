@@ -68,6 +68,11 @@ async function legacyClient() {
 // found write one (MARK).
 const owner = (ws) => rest.findIndex((d) => existsSync(join(d, 'local', ws)));
 const MARK = 'fs.writeFile("mark", "");';
+// onePerInstance: a spread-N workspace owned by each instance, in instance order.
+const onePerInstance = () => [0, 1, 2].map((k) => {
+  for (let i = 0; i < 100; i++) if (owner(`spread-${i}`) === k) return `spread-${i}`;
+  throw new Error(`no spread workspace on instance ${k + 1}`);
+});
 
 if (mode === 'local') {
   const legacy = await legacyClient();
@@ -115,7 +120,7 @@ if (mode === 'local') {
   await check('a legacy cancel (notifications/cancelled, no workspace in it) stops the run on whichever instance runs it', async () => {
     // Pick a workspace on another instance than the one the session was made on is
     // not knowable from outside; use three, one per instance.
-    const targets = [0, 1, 2].map((k) => { for (let i = 0; i < 100; i++) if (owner(`spread-${i}`) === k) return `spread-${i}`; });
+    const targets = onePerInstance();
     for (const ws of targets) {
       const ac = new AbortController();
       const pending = legacy.call({ workspace: ws, code: 'while (true) {}' }, { signal: ac.signal, timeout: 60_000 }).catch((e) => e);
@@ -142,10 +147,12 @@ if (mode === 'local') {
       return JSON.parse(data);
     };
     const counts = [0, 0, 0];
+    const named = onePerInstance();
     for (let i = 0; i < 6; i++) {
-      // Named workspaces, and new ones (their id and the task's are both minted to route back).
+      // Named workspaces, one on each instance, and new ones (their id and the
+      // task's are both minted to route back).
       const args = { language: 'javascript', code: `${MARK} const t0 = Date.now(); while (Date.now() - t0 < 1200) {} 6 * 7` };
-      if (i % 2) args.workspace = `spread-${i}`;
+      if (i % 2) args.workspace = named[(i - 1) / 2];
       const made = await post('tools/call', { name: 'execute_code', arguments: args }, 'execute_code');
       const id = made.result?.taskId;
       assert(made.result?.resultType === 'task' && id, `call ${i} did not become a task: ${short(made)}`);
@@ -158,8 +165,10 @@ if (mode === 'local') {
       }
       assert(last.result.status === 'completed' && last.result.result?.structuredContent?.result === '42', `task ${i}: ${short(last)}`);
       const ws = last.result.result.structuredContent.workspace;
+      assert(!args.workspace || ws === args.workspace, `task ${i} ran in ${ws}, not ${args.workspace}`);
       counts[owner(ws)]++;
     }
+    assert(counts.every((c) => c > 0), `every instance ran a task (a named workspace on each): per instance ${counts}`);
     const busy = await post('tools/call', { name: 'execute_code', arguments: { language: 'javascript', code: 'while (true) {}' } }, 'execute_code');
     const id = busy.result?.taskId;
     assert(id, `busy call: ${short(busy)}`);
