@@ -47,7 +47,7 @@ func (m *Manager) Checkpoint(ctx context.Context, principal, id, name string) (s
 			return err
 		}
 		root := filepath.Join(w.state, checkpointDirName)
-		if err := os.MkdirAll(root, 0o700); err != nil {
+		if err := mkdirState(root); err != nil {
 			return stateError("could not create the checkpoint", err)
 		}
 		existing := m.checkpoints(w.state)
@@ -239,7 +239,7 @@ func (m *Manager) restoreCheckpoint(w *ws, id, checkpoint string) error {
 	if err := swapDirs(w.dir, tmp); err != nil {
 		return stateError("could not restore the checkpoint's files", err)
 	}
-	if err := os.MkdirAll(w.state, 0o700); err != nil {
+	if err := mkdirState(w.state); err != nil {
 		return stateError("could not restore the checkpoint's interpreters", err)
 	}
 	for _, lang := range m.langs.offered() {
@@ -327,7 +327,7 @@ func (m *Manager) Fork(ctx context.Context, principal, id, newID string) (string
 				return &Error{Code: LimitReached, Msg: fmt.Sprintf("the workspace's files (%d bytes) exceed the disk quota (workspace.max_disk_mib = %d)", used, m.cfg.MaxDiskMiB)}
 			}
 		}
-		if err := os.MkdirAll(filepath.Dir(t.state), 0o700); err != nil {
+		if err := mkdirState(filepath.Dir(t.state)); err != nil {
 			return stateError("could not create the fork", err)
 		}
 		state, err := os.MkdirTemp(filepath.Dir(t.state), tmpPrefix)

@@ -211,7 +211,7 @@ func TestHammerHibernationKeepsEveryCount(t *testing.T) {
 				key := fmt.Sprintf("g%d", g)
 				out, err := m.Run(context.Background(), Request{Principal: "p", Workspace: id, Language: "js", Code: "get " + key})
 				if err != nil {
-					t.Error(err)
+					t.Errorf("%v: %v", err, errors.Unwrap(err))
 					return
 				}
 				if out.Result.Reset {

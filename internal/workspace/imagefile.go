@@ -92,7 +92,7 @@ func readBinding(r io.ReaderAt, size int64) (binding, int64, error) {
 // atomically and durably, with its modification time set to lastUsed (the
 // idle clock of idle_ttl). It returns the bytes written.
 func writeImage(stateDir string, b binding, img Image, lastUsed time.Time) (int64, error) {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil { // made when first needed (checkDirs)
+	if err := mkdirState(stateDir); err != nil { // made when first needed (checkDirs)
 		return 0, err
 	}
 	return writeImageFile(imagePath(stateDir, b.lang), b, lastUsed, func(w io.Writer) (int64, error) { return img.WriteTo(w) })

@@ -280,6 +280,27 @@ func stateRoot(pdir, root string, langs []string) error {
 	return os.MkdirAll(root, 0o700)
 }
 
+// mkdirState makes dir, a workspace's state directory or a directory in
+// it, when it is first needed, with the parents it lacks. A principal
+// directory is only ever made under stateRootMu, together with its state
+// root: stateRoot, which holds it, must never find one made and its state
+// root not yet, which it would take for an older execd's (olderExecd) and
+// mark every workspace in it restarted, or fail on renaming its notes into
+// place. Only a missing parent takes the lock; a directory made already
+// is no error.
+func mkdirState(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		stateRootMu.Lock()
+		defer stateRootMu.Unlock()
+		return os.MkdirAll(dir, 0o700)
+	}
+	if errors.Is(err, fs.ErrExist) && isDir(dir) {
+		return nil
+	}
+	return err
+}
+
 // olderExecd marks every workspace of a principal directory of an execd
 // that kept no images (no state root): each language's state was lost
 // with that process (ReasonRestarted). The notes are written in a
@@ -301,6 +322,9 @@ func olderExecd(pdir, root string, langs []string) error {
 			continue
 		}
 		state := filepath.Join(tmp, e.Name())
+		if err := os.Mkdir(state, 0o700); err != nil { // not mkdirState: stateRootMu is held
+			return err
+		}
 		for _, l := range langs {
 			if err := writeNote(state, l, note(ReasonRestarted)); err != nil {
 				return err

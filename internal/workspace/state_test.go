@@ -2,9 +2,11 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -276,5 +278,47 @@ func TestWorkspaceOfAnOlderExecdSaysRestarted(t *testing.T) {
 	}
 	if out := runLang(t, m, "p", "new", "python", "set a 1"); out.Result.Reset {
 		t.Errorf("new language: %+v", out.Result)
+	}
+}
+
+func TestNewPrincipalIsNeverTakenForAnOlderExecds(t *testing.T) {
+	// A principal's first workspaces, side by side: one marks its
+	// interpreter live (its state directory is made then), another makes
+	// its files directory (the state root first). The principal directory
+	// the first makes must never be seen without its state root, which
+	// reads as an older execd's.
+	dir := t.TempDir()
+	langs := []string{"javascript"}
+	const principals = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*principals)
+	for i := range principals {
+		pdir := filepath.Join(dir, fmt.Sprintf("p%d", i))
+		state := filepath.Join(pdir, stateDirName)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- writeNote(filepath.Join(state, "a"), "javascript", noteLive)
+		}()
+		go func() {
+			defer wg.Done()
+			errs <- makeFilesDir(&spareDirs{}, filepath.Join(pdir, "b"), filepath.Join(state, "b"), langs)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range principals {
+		state := filepath.Join(dir, fmt.Sprintf("p%d", i), stateDirName)
+		if n := readNote(filepath.Join(state, "a"), "javascript"); n != noteLive {
+			t.Errorf("p%d/a: note %q, want live", i, n)
+		}
+		if n := readNote(filepath.Join(state, "b"), "javascript"); n != noteNone {
+			t.Errorf("p%d/b: note %q, want none", i, n)
+		}
 	}
 }

@@ -94,7 +94,7 @@ func writeNote(stateDir, lang string, n note) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		// The workspace's first note: its state directory is made now
 		// (checkDirs).
-		if err = os.MkdirAll(stateDir, 0o700); err == nil {
+		if err = mkdirState(stateDir); err == nil {
 			err = writeNoteFile(p, n, b)
 		}
 	}
