@@ -281,7 +281,7 @@ func TestWorkspaceOfAnOlderExecdSaysRestarted(t *testing.T) {
 	}
 }
 
-func TestNewPrincipalIsNeverTakenForAnOlderExecds(t *testing.T) {
+func TestNewPrincipalIsNeverTakenForAnOlderExecd(t *testing.T) {
 	// A principal's first workspaces, side by side: one marks its
 	// interpreter live (its state directory is made then), another makes
 	// its files directory (the state root first). The principal directory
